@@ -1,0 +1,140 @@
+import { describeEnvironment } from '@roster/config';
+import { ConfigError, RosterError, UsageError } from '@roster/errors';
+import { runDbServe } from './commands/db-serve.js';
+import { runDoctor } from './commands/doctor.js';
+import { runMigrate } from './commands/migrate.js';
+import { runServices } from './commands/services.js';
+import { exitCode, type CommandIo } from './io.js';
+
+interface Command {
+  /** The words that name it: `['db', 'serve']`. */
+  path: string[];
+  usage: string;
+  summary: string;
+  /** More lines for `--help`: options and notes. */
+  details: string[];
+  run(args: string[], io: CommandIo): Promise<number>;
+}
+
+const commands: Command[] = [
+  {
+    path: ['start'],
+    usage: 'roster start',
+    summary: 'Run the server, the worker and the gateway in one process.',
+    details: [
+      'Migrates first. Uses the embedded database unless DATABASE_URL is set, and REDIS_URL,',
+      'or a private redis-server in the data folder when that is not reachable.',
+    ],
+    run: (args, io) => runServices(args, io, ['server', 'worker', 'gateway'], true),
+  },
+  {
+    path: ['server'],
+    usage: 'roster server',
+    summary: 'Run the HTTP server alone (API, web page, health).',
+    details: ['For production, beside `roster worker` and `roster gateway`; needs a reachable REDIS_URL.'],
+    run: (args, io) => runServices(args, io, ['server'], false),
+  },
+  {
+    path: ['worker'],
+    usage: 'roster worker',
+    summary: 'Run the job worker alone.',
+    details: ['May run more than once; needs a reachable REDIS_URL.'],
+    run: (args, io) => runServices(args, io, ['worker'], false),
+  },
+  {
+    path: ['gateway'],
+    usage: 'roster gateway',
+    summary: 'Run the channel gateway alone.',
+    details: ['Serves the channels whose tokens are configured; needs a reachable REDIS_URL.'],
+    run: (args, io) => runServices(args, io, ['gateway'], false),
+  },
+  {
+    path: ['migrate'],
+    usage: 'roster migrate [--json]',
+    summary: 'Bring the database to the latest migration.',
+    details: ['Idempotent: a second run reports nothing to do. Safe to run from several processes at once.'],
+    run: runMigrate,
+  },
+  {
+    path: ['db', 'serve'],
+    usage: 'roster db serve [--port N]',
+    summary: 'Expose the embedded database over the Postgres wire protocol.',
+    details: [
+      '--port N   the loopback port to listen on (default 5433)',
+      'Prints a connection string for psql, another Roster process (as DATABASE_URL), or an operator.',
+      'One connection at a time: the embedded database is a single session.',
+    ],
+    run: runDbServe,
+  },
+  {
+    path: ['doctor'],
+    usage: 'roster doctor [--json]',
+    summary: 'Check the database, pgvector, migrations, Redis, engines and channels.',
+    details: ['One line each: ok, fail (with what to do), or off (not configured). Exits 1 when anything fails.'],
+    run: runDoctor,
+  },
+];
+
+function overview(): string {
+  const width = Math.max(...commands.map((command) => command.usage.length));
+  return [
+    'Roster: a wallet of agents with truthful memory.',
+    '',
+    'Usage: roster <command> [options]',
+    '',
+    'Commands:',
+    ...commands.map((command) => `  ${command.usage.padEnd(width)}  ${command.summary}`),
+    '',
+    'Every command takes --help. Configuration comes from the environment:',
+    ...describeEnvironment().map((row) => `  ${row.variable}`),
+    '',
+    'Exit codes: 0 success, 1 failure, 2 usage error.',
+  ].join('\n');
+}
+
+function commandHelp(command: Command): string {
+  return [`Usage: ${command.usage}`, '', command.summary, ...(command.details.length > 0 ? ['', ...command.details] : [])].join('\n');
+}
+
+/** Run the CLI on `argv` (without node and the script) and return the exit code. */
+export async function runCli(argv: string[], io: CommandIo): Promise<number> {
+  if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
+    io.out(overview());
+    return argv.length === 0 ? exitCode.usage : exitCode.ok;
+  }
+  const command = commands
+    .filter((candidate) => candidate.path.every((word, index) => argv[index] === word))
+    .sort((a, b) => b.path.length - a.path.length)[0];
+  if (command === undefined) {
+    const group = commands.filter((candidate) => candidate.path.length > 1 && candidate.path[0] === argv[0]);
+    if (group.length > 0) {
+      io.err(`roster ${argv[0]}: choose one of: ${group.map((candidate) => candidate.path.join(' ')).join(', ')}.`);
+    } else {
+      io.err(`roster: unknown command ${JSON.stringify(argv[0])}. Run roster --help for the list.`);
+    }
+    return exitCode.usage;
+  }
+  const args = argv.slice(command.path.length);
+  if (args.includes('--help') || args.includes('-h')) {
+    io.out(commandHelp(command));
+    return exitCode.ok;
+  }
+  try {
+    return await command.run(args, io);
+  } catch (error) {
+    if (UsageError.isInstance(error) && error.code === 'usage') {
+      io.err(`roster ${command.path.join(' ')}: ${error.message}\n${commandHelp(command)}`);
+      return exitCode.usage;
+    }
+    if (error instanceof ConfigError || (RosterError.isInstance(error) && error.code === 'config_invalid')) {
+      io.err(error.message);
+      return exitCode.failure;
+    }
+    if (RosterError.isInstance(error)) {
+      io.err(`roster ${command.path.join(' ')}: ${error.message}`);
+      return exitCode.failure;
+    }
+    io.err(`roster ${command.path.join(' ')} failed: ${(error as Error).stack ?? String(error)}`);
+    return exitCode.failure;
+  }
+}

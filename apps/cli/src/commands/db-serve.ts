@@ -1,0 +1,24 @@
+import { embeddedDataDir, serveEmbeddedDatabase } from '@roster/db';
+import { RosterError } from '@roster/errors';
+import type { CommandIo } from '../io.js';
+import { exitCode } from '../io.js';
+import { parseCommand, parseInteger } from '../parse.js';
+import { loadConfig } from '../runtime.js';
+
+export const defaultServePort = 5433;
+
+export async function runDbServe(args: string[], io: CommandIo): Promise<number> {
+  const { values } = parseCommand(args, { port: { type: 'string', short: 'p' } });
+  const port = parseInteger(values.port as string | undefined, '--port', 1, 65_535) ?? defaultServePort;
+  const { config, logger } = loadConfig(io);
+  if (config.DATABASE_URL !== undefined) {
+    throw new RosterError('not_embedded', 'DATABASE_URL is set, so there is no embedded database to serve: connect to that server directly.');
+  }
+  const served = await serveEmbeddedDatabase({ dataDir: embeddedDataDir(config.ROSTER_DATA_DIR), port });
+  io.out(served.connectionString);
+  io.err(`Serving the embedded database on ${served.connectionString} (one connection at a time). Press Ctrl+C to stop.`);
+  const signal = await io.stopSignal;
+  logger.info({ signal }, 'stopping the database server');
+  await served.stop();
+  return exitCode.ok;
+}

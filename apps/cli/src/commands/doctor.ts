@@ -1,0 +1,147 @@
+import { redactUrl, type Config } from '@roster/config';
+import { compareVersions, loadMigrations, minimumPgvector, openDatabase, type Database } from '@roster/db';
+import { RosterError } from '@roster/errors';
+import { channelStatus } from '@roster/gateway';
+import { redisStatus } from '@roster/redis';
+import type { CommandIo } from '../io.js';
+import { exitCode } from '../io.js';
+import { parseCommand } from '../parse.js';
+import { loadConfig } from '../runtime.js';
+
+/** One line of the doctor's table. `off` is a part that is simply not configured. */
+export interface Check {
+  name: string;
+  status: 'ok' | 'fail' | 'off';
+  detail: string;
+}
+
+/**
+ * Check every part Roster depends on, one line each, and say what is wrong.
+ * It changes nothing: it neither migrates nor starts Redis.
+ */
+export async function runDoctor(args: string[], io: CommandIo): Promise<number> {
+  const { values } = parseCommand(args, { json: { type: 'boolean' } });
+  const { config, logger } = loadConfig(io);
+  const checks: Check[] = [];
+
+  let database: Database | undefined;
+  try {
+    database = await openDatabase({ config, logger });
+  } catch (error) {
+    checks.push({ name: 'database', status: 'fail', detail: (error as Error).message });
+  }
+  if (database !== undefined) {
+    try {
+      checks.push(...(await databaseChecks(database)));
+    } finally {
+      await database.close();
+    }
+  }
+  const redis = await redisStatus(config.REDIS_URL);
+  checks.push(
+    redis === 'ok'
+      ? { name: 'redis', status: 'ok', detail: redactUrl(config.REDIS_URL) }
+      : { name: 'redis', status: 'fail', detail: `${redis}. roster start would start a private redis-server if one is installed.` },
+  );
+  checks.push(await modelCheck('engine', config.ROSTER_ENGINE, config));
+  checks.push(await modelCheck('embedder', config.ROSTER_EMBEDDER, config));
+  for (const channel of channelStatus(config)) {
+    const misconfigured = !channel.configured && !channel.detail.startsWith('not configured');
+    checks.push({ name: channel.channel, status: channel.configured ? 'ok' : misconfigured ? 'fail' : 'off', detail: channel.detail });
+  }
+
+  if (values.json === true) io.out(JSON.stringify({ ok: checks.every((c) => c.status !== 'fail'), checks }));
+  else {
+    const width = Math.max(...checks.map((check) => check.name.length));
+    for (const check of checks) io.out(`${check.name.padEnd(width)}  ${check.status.padEnd(4)}  ${check.detail}`);
+  }
+  return checks.some((check) => check.status === 'fail') ? exitCode.failure : exitCode.ok;
+}
+
+async function databaseChecks(database: Database): Promise<Check[]> {
+  const checks: Check[] = [];
+  const info = await database.info();
+  checks.push({
+    name: 'database',
+    status: 'ok',
+    detail: `${database.kind === 'embedded' ? 'embedded (PGlite)' : 'server'} Postgres ${info.postgres} at ${database.location}`,
+  });
+  if (info.pgvector === null) {
+    checks.push({ name: 'pgvector', status: 'fail', detail: 'the vector extension is not created yet: run roster migrate' });
+  } else if (compareVersions(info.pgvector, minimumPgvector) < 0) {
+    checks.push({ name: 'pgvector', status: 'fail', detail: `${info.pgvector} is older than ${minimumPgvector}: upgrade pgvector, then ALTER EXTENSION vector UPDATE` });
+  } else {
+    checks.push({ name: 'pgvector', status: 'ok', detail: info.pgvector });
+  }
+  const latest = loadMigrations().at(-1)?.version ?? 0;
+  const version = await database.adminScope('doctor: read the migration ledger', async (tx) => {
+    const ledger = await tx.query<{ exists: boolean }>(`select to_regclass('roster_migrations') is not null as exists`);
+    if (ledger.rows[0]?.exists !== true) return 0;
+    const { rows } = await tx.query<{ version: number | null }>('select max(version) as version from roster_migrations');
+    return rows[0]?.version ?? 0;
+  });
+  checks.push(
+    version === latest
+      ? { name: 'migrations', status: 'ok', detail: `at version ${version}` }
+      : version < latest
+        ? { name: 'migrations', status: 'fail', detail: `at version ${version} of ${latest}: run roster migrate` }
+        : { name: 'migrations', status: 'fail', detail: `at version ${version}, newer than this Roster (${latest}): run a newer Roster` },
+  );
+  return checks;
+}
+
+/** An engine or embedder reference, checked for what it needs: a key, or a server that answers. */
+async function modelCheck(name: string, reference: string, config: Config): Promise<Check> {
+  const [provider, rest = ''] = splitOnce(reference, ':');
+  const local = provider === 'offline' || provider === 'hashing' || provider === 'ollama' || (provider === 'openai-compatible' && isLoopback(rest));
+  if (config.PRIVACY === 'strict' && !local) {
+    return { name, status: 'fail', detail: `${reference} sends memory off this machine, which PRIVACY=strict forbids: use a local one` };
+  }
+  switch (provider) {
+    case 'offline':
+      return { name, status: 'ok', detail: 'offline (a rule engine, not a language model; no key needed)' };
+    case 'hashing':
+      return { name, status: 'ok', detail: 'hashing (local feature hashing; no model needed)' };
+    case 'openai':
+      return config.OPENAI_API_KEY === undefined
+        ? { name, status: 'fail', detail: `${reference} needs OPENAI_API_KEY` }
+        : { name, status: 'ok', detail: `${reference} (key set)` };
+    case 'anthropic':
+      return config.ANTHROPIC_API_KEY === undefined
+        ? { name, status: 'fail', detail: `${reference} needs ANTHROPIC_API_KEY` }
+        : { name, status: 'ok', detail: `${reference} (key set)` };
+    case 'ollama': {
+      const base = config.OLLAMA_URL ?? 'http://127.0.0.1:11434';
+      return reachable(name, reference, `${base}/api/tags`);
+    }
+    case 'openai-compatible': {
+      const [baseUrl = ''] = splitOnce(rest, '#');
+      return reachable(name, reference, `${baseUrl.replace(/\/$/, '')}/models`);
+    }
+    default:
+      throw new RosterError('engine_unknown', `Unknown ${name} ${reference}.`);
+  }
+}
+
+async function reachable(name: string, reference: string, url: string): Promise<Check> {
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout(2000) });
+    return { name, status: 'ok', detail: `${reference} (answered ${response.status})` };
+  } catch (error) {
+    return { name, status: 'fail', detail: `${reference}: ${redactUrl(url)} does not answer (${(error as Error).message})` };
+  }
+}
+
+function isLoopback(urlAndModel: string): boolean {
+  try {
+    const host = new URL(splitOnce(urlAndModel, '#')[0] ?? '').hostname;
+    return host === 'localhost' || host === '[::1]' || host.startsWith('127.');
+  } catch {
+    return false;
+  }
+}
+
+function splitOnce(text: string, separator: string): [string, string | undefined] {
+  const index = text.indexOf(separator);
+  return index === -1 ? [text, undefined] : [text.slice(0, index), text.slice(index + 1)];
+}

@@ -1,0 +1,48 @@
+import { startGateway } from '@roster/gateway';
+import { ensureRedis } from '@roster/redis';
+import { createServer, listen } from '@roster/server';
+import { startWorker } from '@roster/worker';
+import type { CommandIo } from '../io.js';
+import { exitCode } from '../io.js';
+import { parseCommand } from '../parse.js';
+import { openRuntime, stopAll } from '../runtime.js';
+
+export type Service = 'server' | 'worker' | 'gateway';
+
+/**
+ * Run some of the three processes until asked to stop. `roster start` runs
+ * all three in one process and may start a private Redis; the production
+ * commands run one each and need the shared Redis of REDIS_URL.
+ */
+export async function runServices(args: string[], io: CommandIo, services: readonly Service[], allowPrivateRedis: boolean): Promise<number> {
+  parseCommand(args, {});
+  const { config, logger, database } = await openRuntime(io);
+  const stops: Array<() => Promise<void>> = [() => database.close()];
+  try {
+    const redis = await ensureRedis({ url: config.REDIS_URL, dataDir: config.ROSTER_DATA_DIR, logger, allowPrivate: allowPrivateRedis });
+    stops.push(() => redis.stop());
+    if (services.includes('worker')) {
+      const worker = await startWorker({ config, database, redisUrl: redis.url, logger });
+      stops.push(() => worker.stop());
+    }
+    if (services.includes('gateway')) {
+      const gateway = await startGateway({ config, database, logger });
+      stops.push(() => gateway.stop());
+    }
+    if (services.includes('server')) {
+      const app = createServer({ config, database, redisUrl: redis.url, logger });
+      const address = await listen(app, config);
+      stops.push(() => app.close());
+      io.out(`Roster is running at ${address} (${database.kind} database${database.kind === 'embedded' ? ` in ${database.location}` : ''}${redis.private ? ', private Redis' : ''}). Press Ctrl+C to stop.`);
+    } else {
+      io.out(`Roster ${services.join(' + ')} is running. Press Ctrl+C to stop.`);
+    }
+  } catch (error) {
+    await stopAll(stops, logger);
+    throw error;
+  }
+  const signal = await io.stopSignal;
+  logger.info({ signal }, 'stopping');
+  await stopAll(stops, logger);
+  return exitCode.ok;
+}

@@ -1,0 +1,2 @@
+export { runCli } from './cli.js';
+export { exitCode, type CommandIo } from './io.js';

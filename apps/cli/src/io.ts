@@ -1,0 +1,12 @@
+/** Where a command writes: results on `out`, human notes and errors on `err`. */
+export interface CommandIo {
+  out: (text: string) => void;
+  err: (text: string) => void;
+  /** The environment the command was started with; parsed once into a Config. */
+  env: Readonly<Record<string, string | undefined>>;
+  /** Resolves when the process is asked to stop (SIGINT, SIGTERM). */
+  stopSignal: Promise<string>;
+}
+
+/** Exit codes: 0 success, 1 failure, 2 usage error. */
+export const exitCode = { ok: 0, failure: 1, usage: 2 } as const;

@@ -1,0 +1,43 @@
+import { createLogger, parseConfig, type Config, type Logger } from '@roster/config';
+import { migrate, openDatabase, type Database, type MigrationReport } from '@roster/db';
+import type { CommandIo } from './io.js';
+
+/** What every long-running command starts from: the config, a logger and the migrated database. */
+export interface Runtime {
+  config: Config;
+  logger: Logger;
+  database: Database;
+  migration: MigrationReport;
+}
+
+export function loadConfig(io: CommandIo): { config: Config; logger: Logger } {
+  const config = parseConfig(io.env);
+  return { config, logger: createLogger(config) };
+}
+
+/** Open the database and bring it to the latest migration. */
+export async function openRuntime(io: CommandIo): Promise<Runtime> {
+  const { config, logger } = loadConfig(io);
+  const database = await openDatabase({ config, logger });
+  try {
+    const migration = await migrate(database);
+    if (migration.applied.length > 0) {
+      logger.info({ applied: migration.applied.map((m) => m.name), version: migration.version }, 'migrations applied');
+    }
+    return { config, logger, database, migration };
+  } catch (error) {
+    await database.close();
+    throw error;
+  }
+}
+
+/** Run cleanup steps in reverse order of start, each even when an earlier one fails. */
+export async function stopAll(steps: Array<() => Promise<void>>, logger: Logger): Promise<void> {
+  for (const step of steps.reverse()) {
+    try {
+      await step();
+    } catch (error) {
+      logger.warn({ err: error }, 'a part did not stop cleanly');
+    }
+  }
+}

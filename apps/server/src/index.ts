@@ -1,0 +1,97 @@
+import type { Config, Logger } from '@roster/config';
+import type { Database } from '@roster/db';
+import { RosterError } from '@roster/errors';
+import { redisStatus } from '@roster/redis';
+import { renderHomePage } from '@roster/web';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+
+export interface ServerOptions {
+  config: Pick<Config, 'HOST' | 'PORT' | 'NODE_ENV'>;
+  database: Database;
+  redisUrl: string;
+  logger: Logger;
+}
+
+/** What `/healthz` answers. */
+export interface Health {
+  ok: boolean;
+  database: 'embedded' | 'server';
+  postgres: string | null;
+  pgvector: string | null;
+  redis: string;
+}
+
+/**
+ * The HTTP server: health, the web page, and (with later work) the API, SSE
+ * and Bull Board. Errors answer `{ error: { code, message } }`; the stack only
+ * in development.
+ */
+export function createServer(options: ServerOptions): FastifyInstance {
+  const { database, config } = options;
+  const app = Fastify({
+    loggerInstance: options.logger.child({ component: 'server' }) as FastifyBaseLogger,
+  }) as unknown as FastifyInstance;
+
+  app.setErrorHandler((error, _request, reply) => {
+    const known = RosterError.isInstance(error);
+    const validation = (error as { validation?: unknown }).validation !== undefined;
+    const status = known ? 400 : validation ? 400 : ((error as { statusCode?: number }).statusCode ?? 500);
+    if (status >= 500) options.logger.error({ err: error }, 'request failed');
+    return reply.status(status).send({
+      error: {
+        code: known ? error.code : validation ? 'invalid_request' : status >= 500 ? 'internal' : 'request_failed',
+        message: status >= 500 && !known ? 'The server failed to answer; see its log.' : (error as Error).message,
+        ...(config.NODE_ENV === 'development' ? { stack: (error as Error).stack } : {}),
+      },
+    });
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    reply.status(404).send({ error: { code: 'not_found', message: `No route for ${request.method} ${request.url}.` } }),
+  );
+
+  app.get('/healthz', async (_request, reply) => {
+    const health = await checkHealth(database, options.redisUrl);
+    return reply.status(health.ok ? 200 : 503).send(health);
+  });
+
+  app.get('/', async (_request, reply) => {
+    const agents = await database.adminScope('web: count agents for the home page', async (tx) => {
+      const { rows } = await tx.query<{ count: string }>(`select count(*) as count from agents where status = 'active'`);
+      return Number(rows[0]?.count ?? 0);
+    });
+    return reply.type('text/html; charset=utf-8').send(renderHomePage({ database: database.kind, agents }));
+  });
+
+  return app;
+}
+
+/** The state of the database and Redis, as `/healthz` and `doctor` report it. */
+export async function checkHealth(database: Database, redisUrl: string): Promise<Health> {
+  let postgres: string | null = null;
+  let pgvector: string | null = null;
+  let databaseOk = false;
+  try {
+    const info = await database.info();
+    postgres = info.postgres;
+    pgvector = info.pgvector;
+    databaseOk = pgvector !== null;
+  } catch {
+    databaseOk = false;
+  }
+  const redis = await redisStatus(redisUrl);
+  return { ok: databaseOk && redis === 'ok', database: database.kind, postgres, pgvector, redis };
+}
+
+/** Listen on HOST:PORT; a taken port is a clear error. */
+export async function listen(app: FastifyInstance, config: Pick<Config, 'HOST' | 'PORT'>): Promise<string> {
+  try {
+    return await app.listen({ host: config.HOST, port: config.PORT });
+  } catch (error) {
+    throw new RosterError(
+      'port_unavailable',
+      `Cannot listen on ${config.HOST}:${config.PORT}: ${(error as Error).message}. Stop what uses it, or set PORT.`,
+      { cause: error },
+    );
+  }
+}

@@ -1,0 +1,271 @@
+import path from 'node:path';
+import { ConfigError, type ConfigIssue } from '@roster/errors';
+import { z } from 'zod';
+
+/** How one environment variable is read, documented and shown. */
+interface VariableSpec<T> {
+  schema: z.ZodType<T>;
+  /** What a valid value looks like, quoted in errors and in the README table. */
+  example: string;
+  description: string;
+  /** Secret values are never logged, echoed in errors, or printed by `doctor`. */
+  secret?: boolean;
+}
+
+const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const optionalText = z
+  .string()
+  .trim()
+  .transform((value) => (value === '' ? undefined : value))
+  .optional();
+
+function urlWithProtocols(protocols: readonly string[]) {
+  return z
+    .string()
+    .trim()
+    .refine((value) => {
+      try {
+        return protocols.includes(new URL(value).protocol);
+      } catch {
+        return false;
+      }
+    });
+}
+
+function optionalUrl(protocols: readonly string[]) {
+  return z
+    .union([z.literal(''), urlWithProtocols(protocols)])
+    .optional()
+    .transform((value) => (value === '' || value === undefined ? undefined : value));
+}
+
+function optionalSecret(minLength = 1) {
+  return z
+    .string()
+    .optional()
+    .transform((value) => (value === undefined || value.trim() === '' ? undefined : value.trim()))
+    .refine((value) => value === undefined || value.length >= minLength);
+}
+
+const port = z.coerce.number().int().min(1).max(65_535);
+
+/**
+ * Every environment variable Roster reads. Nothing else in the product reads
+ * `process.env`: this table is parsed once at start and passed down.
+ */
+export const environment = {
+  NODE_ENV: {
+    schema: z.enum(['development', 'production', 'test']).default('development'),
+    example: 'production',
+    description: 'development shows error stacks in HTTP answers; production does not.',
+  },
+  DATABASE_URL: {
+    schema: optionalUrl(['postgres:', 'postgresql:']),
+    example: 'postgres://roster:secret@127.0.0.1:5432/roster',
+    description: 'A server Postgres with pgvector 0.8 or newer. Unset: the embedded database in ROSTER_DATA_DIR.',
+    secret: true,
+  },
+  REDIS_URL: {
+    schema: urlWithProtocols(['redis:', 'rediss:']).default('redis://127.0.0.1:6379'),
+    example: 'redis://127.0.0.1:6379',
+    description:
+      'Redis for the job queues. `roster start` starts a private redis-server in the data folder when this one is not reachable.',
+    secret: true,
+  },
+  ROSTER_DATA_DIR: {
+    schema: z.string().trim().min(1).default('./.roster').transform((value) => path.resolve(value)),
+    example: './.roster',
+    description: 'Where the embedded database, a private Redis and other local files live.',
+  },
+  HOST: {
+    schema: z
+      .string()
+      .trim()
+      .regex(/^[A-Za-z0-9.:_-]+$/)
+      .default('127.0.0.1'),
+    example: '127.0.0.1',
+    description: 'The address the server listens on. Keep the loopback default unless a proxy with TLS stands in front.',
+  },
+  PORT: {
+    schema: port.default(8420),
+    example: '8420',
+    description: 'The HTTP port of the server (web page, API, health, Bull Board).',
+  },
+  LOG_LEVEL: {
+    schema: z.enum(logLevels).default('info'),
+    example: 'info',
+    description: `One of ${logLevels.join(', ')}.`,
+  },
+  ROSTER_SECRET_KEY: {
+    schema: optionalSecret(32),
+    example: 'a random string of 32 or more characters',
+    description: 'Signs sessions and encrypts stored channel tokens. Required in production.',
+    secret: true,
+  },
+  ROSTER_ENGINE: {
+    schema: z
+      .string()
+      .trim()
+      .regex(/^(offline|openai:.+|anthropic:.+|openai-compatible:https?:\/\/[^#\s]+#.+)$/)
+      .default('offline'),
+    example: 'offline, openai:gpt-4o-mini, anthropic:claude-sonnet-4-5, openai-compatible:http://127.0.0.1:11434/v1#llama3.1',
+    description: 'The engine new agents get when none is named.',
+  },
+  ROSTER_EMBEDDER: {
+    schema: z
+      .string()
+      .trim()
+      .regex(/^(hashing|ollama:.+|openai:.+|openai-compatible:https?:\/\/[^#\s]+#.+)$/)
+      .default('hashing'),
+    example: 'hashing, ollama:nomic-embed-text, openai:text-embedding-3-small',
+    description: 'The embedder for memory search. The hashing embedder needs no model.',
+  },
+  PRIVACY: {
+    schema: z.enum(['standard', 'strict']).default('standard'),
+    example: 'strict',
+    description: 'strict keeps memory-bearing calls on local engines and embedders.',
+  },
+  OPENAI_API_KEY: {
+    schema: optionalSecret(),
+    example: 'sk-…',
+    description: 'Key for openai: engines and embedders.',
+    secret: true,
+  },
+  OPENAI_BASE_URL: {
+    schema: optionalUrl(['http:', 'https:']),
+    example: 'https://api.openai.com/v1',
+    description: 'Another address for the OpenAI API (a proxy).',
+  },
+  ANTHROPIC_API_KEY: {
+    schema: optionalSecret(),
+    example: 'sk-ant-…',
+    description: 'Key for anthropic: engines.',
+    secret: true,
+  },
+  OLLAMA_URL: {
+    schema: optionalUrl(['http:', 'https:']),
+    example: 'http://127.0.0.1:11434',
+    description: 'Where Ollama listens, for ollama: embedders.',
+  },
+  TELEGRAM_BOT_TOKEN: {
+    schema: optionalSecret(),
+    example: '123456:ABC…',
+    description: 'A Telegram bot token; the gateway serves Telegram when set.',
+    secret: true,
+  },
+  DISCORD_BOT_TOKEN: {
+    schema: optionalSecret(),
+    example: 'MTA…',
+    description: 'A Discord bot token; the gateway serves Discord when set.',
+    secret: true,
+  },
+  SLACK_BOT_TOKEN: {
+    schema: optionalSecret(),
+    example: 'xoxb-…',
+    description: 'A Slack bot token; with SLACK_APP_TOKEN (socket mode) or SLACK_SIGNING_SECRET (events over HTTP).',
+    secret: true,
+  },
+  SLACK_APP_TOKEN: {
+    schema: optionalSecret(),
+    example: 'xapp-…',
+    description: 'A Slack app-level token for socket mode.',
+    secret: true,
+  },
+  SLACK_SIGNING_SECRET: {
+    schema: optionalSecret(),
+    example: '8f7…',
+    description: 'Verifies Slack events delivered over HTTP.',
+    secret: true,
+  },
+  WHATSAPP_ENABLED: {
+    schema: z
+      .enum(['true', 'false', '1', '0', ''])
+      .default('false')
+      .transform((value) => value === 'true' || value === '1'),
+    example: 'true',
+    description: 'Serve WhatsApp (linked device; its session lives in the data folder).',
+  },
+} satisfies Record<string, VariableSpec<unknown>>;
+
+export type EnvironmentVariable = keyof typeof environment;
+
+/** The parsed environment, as every part of Roster receives it. */
+export type Config = {
+  readonly [K in EnvironmentVariable]: z.output<(typeof environment)[K]['schema']>;
+};
+
+/** The names of every variable Roster reads. */
+export const environmentVariables = Object.keys(environment) as EnvironmentVariable[];
+
+/** The variables whose values must never be shown. */
+export const secretVariables: ReadonlySet<EnvironmentVariable> = new Set(
+  environmentVariables.filter((name) => (environment[name] as VariableSpec<unknown>).secret === true),
+);
+
+/** Documentation rows for the README and `--help`. */
+export function describeEnvironment(): Array<{ variable: string; example: string; description: string; secret: boolean }> {
+  return environmentVariables.map((variable) => {
+    const spec = environment[variable] as VariableSpec<unknown>;
+    return { variable, example: spec.example, description: spec.description, secret: spec.secret === true };
+  });
+}
+
+/**
+ * Parse the environment once. Every invalid variable is reported, each with
+ * its own line naming the variable and what a valid value looks like; secret
+ * values are never echoed.
+ */
+export function parseConfig(source: Readonly<Record<string, string | undefined>>): Config {
+  const issues: ConfigIssue[] = [];
+  const values: Record<string, unknown> = {};
+  for (const variable of environmentVariables) {
+    const spec = environment[variable] as VariableSpec<unknown>;
+    const raw = source[variable];
+    const result = spec.schema.safeParse(raw === '' && variable !== 'WHATSAPP_ENABLED' ? undefined : raw);
+    if (result.success) {
+      values[variable] = result.data;
+      continue;
+    }
+    const shown = spec.secret === true || raw === undefined ? '' : ` ${JSON.stringify(raw)}`;
+    issues.push({
+      variable,
+      message: `the value${shown} is not valid; expected ${spec.example}${secretHint(variable)}`,
+    });
+  }
+  if (values.NODE_ENV === 'production' && values.ROSTER_SECRET_KEY === undefined && !issues.some((i) => i.variable === 'ROSTER_SECRET_KEY')) {
+    issues.push({
+      variable: 'ROSTER_SECRET_KEY',
+      message: 'is required when NODE_ENV=production; set it to a random string of 32 or more characters (openssl rand -hex 32)',
+    });
+  }
+  if (issues.length > 0) throw new ConfigError(issues);
+  return Object.freeze(values) as Config;
+}
+
+function secretHint(variable: EnvironmentVariable): string {
+  return variable === 'ROSTER_SECRET_KEY' ? ' (openssl rand -hex 32)' : '';
+}
+
+/** A copy of the config that is safe to log or print: secrets masked, URL passwords removed. */
+export function redactConfig(config: Config): Record<string, unknown> {
+  const shown: Record<string, unknown> = {};
+  for (const variable of environmentVariables) {
+    const value = config[variable];
+    if (value === undefined) continue;
+    if (variable === 'DATABASE_URL' || variable === 'REDIS_URL') shown[variable] = redactUrl(String(value));
+    else shown[variable] = secretVariables.has(variable) ? '[secret]' : value;
+  }
+  return shown;
+}
+
+/** A connection string without its password, for messages and logs. */
+export function redactUrl(value: string): string {
+  try {
+    const url = new URL(value);
+    if (url.password !== '') url.password = '***';
+    return url.toString();
+  } catch {
+    return '[unparseable url]';
+  }
+}

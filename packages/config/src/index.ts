@@ -1,0 +1,12 @@
+export {
+  describeEnvironment,
+  environment,
+  environmentVariables,
+  parseConfig,
+  redactConfig,
+  redactUrl,
+  secretVariables,
+  type Config,
+  type EnvironmentVariable,
+} from './env.js';
+export { createLogger, redactedPaths, type Logger } from './logger.js';

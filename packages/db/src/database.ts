@@ -1,0 +1,157 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { RosterError } from '@roster/errors';
+import pg from 'pg';
+import { transaction } from './transaction.js';
+import { assertScope, type Scope } from './scope.js';
+
+/** The rows and count of one statement, as `pg` returns them. */
+export type QueryResult<Row> = pg.QueryResult<Row extends pg.QueryResultRow ? Row : pg.QueryResultRow>;
+
+/** One transaction handed to a scoped or admin function. */
+export interface Transaction {
+  query<Row extends pg.QueryResultRow = pg.QueryResultRow>(text: string, params?: readonly unknown[]): Promise<pg.QueryResult<Row>>;
+}
+
+/** A transaction that runs as the application role, inside one scope. */
+export interface ScopedTransaction extends Transaction {
+  readonly scope: Scope;
+}
+
+/** Which database Roster talks to, for health checks and `doctor`. */
+export interface DatabaseInfo {
+  kind: 'embedded' | 'server';
+  /** The Postgres server version, e.g. `18.6`. */
+  postgres: string;
+  /** The installed pgvector version, or null before the first migration. */
+  pgvector: string | null;
+}
+
+/**
+ * The one database handle of the product. It exposes no raw connection: every
+ * statement runs either inside a scope (as the unprivileged application role,
+ * so row-level security applies), or unscoped as that same role (and so sees
+ * no memory row), or through `adminScope`, whose every use names its reason.
+ */
+export interface Database {
+  readonly kind: 'embedded' | 'server';
+  /** Where it is, without any password: a folder or a connection string. */
+  readonly location: string;
+
+  /**
+   * Run `fn` in one transaction as `roster_app` with the scope's settings.
+   * Nested calls are refused: a scope is one transaction, not a stack.
+   */
+  withScope<T>(scope: Scope, fn: (tx: ScopedTransaction) => Promise<T>): Promise<T>;
+
+  /**
+   * Run `fn` in one transaction as the connecting (owner) role, past
+   * row-level security. Only the owner's own tools, migrations and jobs that
+   * enumerate agents use it; `reason` is logged so each use stays visible.
+   */
+  adminScope<T>(reason: string, fn: (tx: Transaction) => Promise<T>): Promise<T>;
+
+  /** One statement as the application role with no scope: sees no memory row. */
+  query<Row extends pg.QueryResultRow = pg.QueryResultRow>(text: string, params?: readonly unknown[]): Promise<pg.QueryResult<Row>>;
+
+  info(): Promise<DatabaseInfo>;
+  close(): Promise<void>;
+}
+
+/** What a scoped function may ask of the context it runs in. */
+const activeScope = new AsyncLocalStorage<{ database: object; scope: Scope | 'admin' }>();
+
+/** The scope the current async context runs in, or undefined outside any. */
+export function currentScope(): Scope | undefined {
+  const active = activeScope.getStore();
+  return active === undefined || active.scope === 'admin' ? undefined : active.scope;
+}
+
+export interface PoolDatabaseOptions {
+  kind: 'embedded' | 'server';
+  location: string;
+  pool: pg.Pool;
+  /** Called after the pool is closed (the embedded database closes PGlite here). */
+  onClose?: () => Promise<void>;
+  /** Told of each admin scope's reason, for the log. */
+  onAdmin?: (reason: string) => void;
+}
+
+/** A Database over a `pg` pool; both the embedded and the server kinds use it. */
+export function createPoolDatabase(options: PoolDatabaseOptions): Database {
+  const { pool, kind, location } = options;
+  let closed = false;
+
+  function ensureOpen(): void {
+    if (closed) throw new RosterError('database_closed', 'The database was closed; open it again before querying.');
+  }
+
+  function refuseNesting(): void {
+    if (activeScope.getStore() !== undefined) {
+      throw new RosterError(
+        'scope_nested',
+        'A scoped or admin transaction was opened inside another one. Finish the first before starting the next.',
+      );
+    }
+  }
+
+  const database: Database = {
+    kind,
+    location,
+
+    async withScope(scope, fn) {
+      ensureOpen();
+      refuseNesting();
+      const checked = assertScope(scope);
+      return transaction(pool, async (client) => {
+        await client.query('set local role roster_app');
+        await client.query(
+          `select set_config('roster.agent_id', $1, true), set_config('roster.person_id', $2, true), set_config('roster.audience', $3, true)`,
+          [checked.agentId, checked.personId ?? '', checked.audience],
+        );
+        const tx: ScopedTransaction = {
+          scope: checked,
+          query: (text, params) => client.query(text, params as unknown[]),
+        };
+        return activeScope.run({ database, scope: checked }, () => fn(tx));
+      });
+    },
+
+    async adminScope(reason, fn) {
+      ensureOpen();
+      refuseNesting();
+      if (reason.trim() === '') throw new RosterError('admin_reason_missing', 'adminScope needs a reason that names the tool using it.');
+      options.onAdmin?.(reason);
+      return transaction(pool, async (client) => {
+        const tx: Transaction = { query: (text, params) => client.query(text, params as unknown[]) };
+        return activeScope.run({ database, scope: 'admin' }, () => fn(tx));
+      });
+    },
+
+    async query(text, params) {
+      ensureOpen();
+      refuseNesting();
+      return transaction(pool, async (client) => {
+        await client.query('set local role roster_app');
+        return client.query(text, params as unknown[]);
+      });
+    },
+
+    async info() {
+      ensureOpen();
+      const { rows } = await pool.query<{ version: string; pgvector: string | null }>(
+        `select current_setting('server_version') as version,
+                (select extversion from pg_extension where extname = 'vector') as pgvector`,
+      );
+      const row = rows[0];
+      return { kind, postgres: row?.version.split(' ')[0] ?? 'unknown', pgvector: row?.pgvector ?? null };
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      await pool.end();
+      await options.onClose?.();
+    },
+  };
+  return database;
+}

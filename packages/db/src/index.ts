@@ -1,0 +1,13 @@
+export { currentScope, type Database, type DatabaseInfo, type QueryResult, type ScopedTransaction, type Transaction } from './database.js';
+export { defaultMigrationsDir, loadMigrations, migrate, type Migration, type MigrationReport } from './migrate.js';
+export {
+  compareVersions,
+  embeddedDataDir,
+  minimumPgvector,
+  openDatabase,
+  openEmbeddedDatabase,
+  openServerDatabase,
+  type OpenDatabaseOptions,
+} from './open.js';
+export { assertScope, isUuid, type Scope } from './scope.js';
+export { serveEmbeddedDatabase, type ServedDatabase } from './serve.js';

@@ -1,0 +1,171 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { redactUrl, type Logger } from '@roster/config';
+import { RosterError } from '@roster/errors';
+import { Redis } from 'ioredis';
+
+/** A Redis that Roster may use, and how to let go of it. */
+export interface RedisHandle {
+  url: string;
+  /** True when Roster started this redis-server itself, in its data folder. */
+  private: boolean;
+  stop(): Promise<void>;
+}
+
+/** Answer PING at `url` within `timeoutMs`, or throw with the reason. */
+export async function pingRedis(url: string, timeoutMs = 2000): Promise<void> {
+  const client = new Redis(url, {
+    lazyConnect: true,
+    connectTimeout: timeoutMs,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    retryStrategy: () => null,
+  });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    await client.ping();
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** `ok`, or the reason Redis at `url` does not answer: what /healthz and doctor show. */
+export async function redisStatus(url: string): Promise<string> {
+  try {
+    await pingRedis(url);
+    return 'ok';
+  } catch (error) {
+    return `not reachable (${redactUrl(url)}): ${(error as Error).message}`;
+  }
+}
+
+/** The path of an executable named `name` on PATH, or undefined. */
+export function findExecutable(name: string, searchPath: string = process.env.PATH ?? ''): string | undefined {
+  for (const dir of searchPath.split(path.delimiter)) {
+    if (dir === '') continue;
+    const candidate = path.join(dir, name);
+    try {
+      fs.accessSync(candidate, fs.constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+export interface EnsureRedisOptions {
+  url: string;
+  dataDir: string;
+  logger: Logger;
+  /**
+   * Whether an unreachable Redis may be replaced by a private redis-server in
+   * the data folder (`roster start`). Production commands pass false: their
+   * Redis is shared, and a private one would split the queues.
+   */
+  allowPrivate: boolean;
+  /** Where to look for redis-server; the process PATH by default. */
+  searchPath?: string;
+}
+
+/** The Redis to use: the configured one if it answers, else a private one, else a clear error. */
+export async function ensureRedis(options: EnsureRedisOptions): Promise<RedisHandle> {
+  const log = options.logger.child({ component: 'redis' });
+  let reason: string;
+  try {
+    await pingRedis(options.url);
+    return { url: options.url, private: false, stop: async () => {} };
+  } catch (error) {
+    reason = (error as Error).message;
+  }
+  const shown = redactUrl(options.url);
+  const executable = options.allowPrivate ? findExecutable('redis-server', options.searchPath) : undefined;
+  if (executable === undefined) {
+    throw new RosterError(
+      'redis_unreachable',
+      options.allowPrivate
+        ? `REDIS_URL is not reachable (${shown}: ${reason}) and redis-server is not installed: start Redis, set REDIS_URL, or install redis-server (apt-get install redis-server).`
+        : `REDIS_URL is not reachable (${shown}: ${reason}): start Redis or set REDIS_URL to one that runs.`,
+      { retryable: true },
+    );
+  }
+  log.warn({ configured: shown }, 'configured Redis is not reachable; starting a private redis-server in the data folder');
+  return startPrivateRedis({ executable, dataDir: options.dataDir, logger: log });
+}
+
+/** Run redis-server with its files in `<dataDir>/redis`, on a free loopback port; stopped with the handle. */
+export async function startPrivateRedis(options: { executable: string; dataDir: string; logger: Logger }): Promise<RedisHandle> {
+  const dir = path.join(options.dataDir, 'redis');
+  fs.mkdirSync(dir, { recursive: true });
+  stopLeftover(path.join(dir, 'redis.pid'));
+  const port = await freePort();
+  const child = spawn(
+    options.executable,
+    ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--save', '', '--daemonize', 'no', '--pidfile', path.join(dir, 'redis.pid'), '--logfile', path.join(dir, 'redis.log')],
+    { stdio: 'ignore' },
+  );
+  const url = `redis://127.0.0.1:${port}`;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  try {
+    await waitForRedis(url, child, 10_000);
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw new RosterError('redis_start_failed', `The private redis-server did not start: ${(error as Error).message}. See ${path.join(dir, 'redis.log')}.`, { cause: error });
+  }
+  options.logger.info({ url, dir }, 'private redis-server started');
+  let stopped = false;
+  return {
+    url,
+    private: true,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      if (child.exitCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+async function waitForRedis(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`redis-server exited with code ${child.exitCode}`);
+    try {
+      await pingRedis(url, 500);
+      return;
+    } catch (error) {
+      lastError = error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  throw new Error(`no answer within ${timeoutMs} ms (${(lastError as Error | undefined)?.message ?? 'no error'})`);
+}
+
+/** A private redis-server left by a process that died without stopping it. */
+function stopLeftover(pidFile: string): void {
+  try {
+    const pid = Number.parseInt(fs.readFileSync(pidFile, 'utf8'), 10);
+    if (!Number.isInteger(pid) || pid <= 0) return;
+    // Only a redis-server: a recycled pid may belong to anything else by now.
+    const commandLine = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    if (commandLine.includes('redis-server')) process.kill(pid, 'SIGTERM');
+  } catch {
+    // none left
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
