@@ -100,7 +100,7 @@ export const environment = {
   ROSTER_SECRET_KEY: {
     schema: optionalSecret(32),
     example: 'a random string of 32 or more characters',
-    description: 'Signs sessions and encrypts stored channel tokens. Required in production.',
+    description: 'The installation secret (web sessions, stored channel credentials). Required when NODE_ENV=production.',
     secret: true,
   },
   ROSTER_ENGINE: {

@@ -1,4 +1,4 @@
-export { currentScope, type Database, type DatabaseInfo, type QueryResult, type ScopedTransaction, type Transaction } from './database.js';
+export { createPoolDatabase, currentScope, type PoolDatabaseOptions, type Database, type DatabaseInfo, type QueryResult, type ScopedTransaction, type Transaction } from './database.js';
 export { defaultMigrationsDir, loadMigrations, migrate, type Migration, type MigrationReport } from './migrate.js';
 export {
   compareVersions,

@@ -1,0 +1,135 @@
+import { Writable } from 'node:stream';
+import { ConfigError } from '@roster/errors';
+import { describe, expect, it } from 'vitest';
+import { parseConfig, redactConfig } from './env.js';
+import { createLogger } from './logger.js';
+
+function issuesFor(env: Record<string, string>): Array<{ variable: string; message: string }> {
+  try {
+    parseConfig(env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return [...(error as ConfigError).issues];
+  }
+  throw new Error('expected the configuration to be refused');
+}
+
+describe('parseConfig', () => {
+  it('gives sensible defaults for an empty environment', () => {
+    const config = parseConfig({});
+    expect(config).toMatchObject({
+      HOST: '127.0.0.1',
+      PORT: 8420,
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      LOG_LEVEL: 'info',
+      NODE_ENV: 'development',
+      ROSTER_ENGINE: 'offline',
+      ROSTER_EMBEDDER: 'hashing',
+      PRIVACY: 'standard',
+      WHATSAPP_ENABLED: false,
+    });
+    expect(config.DATABASE_URL).toBeUndefined();
+    expect(config.ROSTER_DATA_DIR).toMatch(/\.roster$/);
+  });
+
+  it('accepts valid values of every kind', () => {
+    const config = parseConfig({
+      DATABASE_URL: 'postgres://roster:pw@db:5432/roster',
+      PORT: '9000',
+      HOST: '0.0.0.0',
+      ROSTER_ENGINE: 'openai-compatible:http://127.0.0.1:11434/v1#llama3.1',
+      ROSTER_SECRET_KEY: 'x'.repeat(32),
+      WHATSAPP_ENABLED: 'true',
+    });
+    expect(config.PORT).toBe(9000);
+    expect(config.DATABASE_URL).toBe('postgres://roster:pw@db:5432/roster');
+    expect(config.WHATSAPP_ENABLED).toBe(true);
+  });
+
+  const invalid: Array<[string, string, RegExp]> = [
+    ['PORT', 'eighty', /expected 8420/],
+    ['PORT', '70000', /expected 8420/],
+    ['HOST', 'bad host', /expected 127\.0\.0\.1/],
+    ['LOG_LEVEL', 'loud', /expected info/],
+    ['NODE_ENV', 'staging', /expected production/],
+    ['DATABASE_URL', 'mysql://localhost/roster', /expected postgres:\/\//],
+    ['REDIS_URL', 'http://127.0.0.1:6379', /expected redis:\/\//],
+    ['ROSTER_SECRET_KEY', 'too-short', /32 or more characters/],
+    ['ROSTER_ENGINE', 'gpt-4', /offline, openai:/],
+    ['ROSTER_EMBEDDER', 'magic', /hashing/],
+    ['PRIVACY', 'max', /strict/],
+    ['OPENAI_BASE_URL', 'not a url', /https:\/\/api\.openai\.com/],
+    ['WHATSAPP_ENABLED', 'maybe', /true/],
+  ];
+
+  it.each(invalid)('refuses %s=%s with an error that names it', (variable, value, expected) => {
+    const issues = issuesFor({ [variable]: value });
+    expect(issues).toHaveLength(1);
+    expect(issues[0]!.variable).toBe(variable);
+    expect(issues[0]!.message).toMatch(expected);
+  });
+
+  it('reports every invalid variable at once, each on its own line', () => {
+    let message = '';
+    try {
+      parseConfig({ PORT: 'x', LOG_LEVEL: 'loud', HOST: 'a b' });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message.split('\n')).toEqual([
+      'Invalid configuration:',
+      expect.stringMatching(/^ {2}HOST: the value "a b" is not valid; expected 127\.0\.0\.1$/),
+      expect.stringMatching(/^ {2}PORT: the value "x" is not valid; expected 8420$/),
+      expect.stringMatching(/^ {2}LOG_LEVEL: the value "loud" is not valid; expected info$/),
+    ]);
+  });
+
+  it('never echoes a secret value in its error', () => {
+    const issues = issuesFor({ ROSTER_SECRET_KEY: 'hunter2-secret', DATABASE_URL: 'mysql://u:topsecret@h/db' });
+    const text = issues.map((issue) => issue.message).join('\n');
+    expect(issues.map((issue) => issue.variable).sort()).toEqual(['DATABASE_URL', 'ROSTER_SECRET_KEY']);
+    expect(text).not.toContain('hunter2');
+    expect(text).not.toContain('topsecret');
+  });
+
+  it('requires a secret key in production', () => {
+    const issues = issuesFor({ NODE_ENV: 'production' });
+    expect(issues).toEqual([{ variable: 'ROSTER_SECRET_KEY', message: expect.stringMatching(/required when NODE_ENV=production/) }]);
+    expect(parseConfig({ NODE_ENV: 'production', ROSTER_SECRET_KEY: 'k'.repeat(40) }).NODE_ENV).toBe('production');
+  });
+});
+
+describe('secrets stay out of logs', () => {
+  it('masks secrets and URL passwords in the printable config', () => {
+    const config = parseConfig({
+      DATABASE_URL: 'postgres://roster:db-password@db:5432/roster',
+      OPENAI_API_KEY: 'sk-live-123456',
+      ROSTER_SECRET_KEY: 's'.repeat(32),
+    });
+    const shown = JSON.stringify(redactConfig(config));
+    expect(shown).not.toContain('db-password');
+    expect(shown).not.toContain('sk-live-123456');
+    expect(shown).not.toContain('s'.repeat(32));
+    expect(shown).toContain('db:5432');
+    expect(shown).toContain('"PORT":8420');
+  });
+
+  it('censors tokens, keys and authorization headers in log lines', () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    const logger = createLogger({ LOG_LEVEL: 'info' }, sink).child({ component: 'gateway/telegram' });
+    logger.info({ token: '123:bot-token', headers: { authorization: 'Bearer abc.def' }, channel: { apiKey: 'sk-zzz' }, chat: 42 }, 'sent');
+
+    const line = lines.join('');
+    expect(line).toContain('"chat":42');
+    expect(line).toContain('gateway/telegram');
+    expect(line).not.toContain('bot-token');
+    expect(line).not.toContain('abc.def');
+    expect(line).not.toContain('sk-zzz');
+  });
+});

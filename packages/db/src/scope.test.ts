@@ -1,0 +1,149 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { currentScope, type Database, type Transaction } from './database.js';
+import type { Scope } from './scope.js';
+import { openTestDatabase, type TestDatabase } from './testing.js';
+
+let test: TestDatabase;
+let db: Database;
+const ids = { scout: '', coder: '', ada: '', bob: '' };
+
+async function insertFact(tx: Transaction, agentId: string, personId: string | null, audience: 'private' | 'agent', content: string) {
+  await tx.query(
+    `insert into facts (agent_id, person_id, audience, content, content_hash) values ($1, $2, $3, $4, md5($4))`,
+    [agentId, personId, audience, content],
+  );
+}
+
+async function visible(scope: Scope): Promise<string[]> {
+  return db.withScope(scope, async (tx) => {
+    const { rows } = await tx.query<{ content: string }>('select content from facts order by content');
+    return rows.map((row) => row.content);
+  });
+}
+
+beforeAll(async () => {
+  test = await openTestDatabase();
+  db = test.database;
+  await db.adminScope('test: seed agents, people and facts', async (tx) => {
+    const agents = await tx.query<{ id: string; name: string }>(
+      `insert into agents (name, job) values ('Scout', 'finds things'), ('Coder', 'writes code') returning id, name`,
+    );
+    const people = await tx.query<{ id: string; name: string }>(
+      `insert into people (name, role) values ('Ada', 'owner'), ('Bob', 'member') returning id, name`,
+    );
+    ids.scout = agents.rows.find((row) => row.name === 'Scout')!.id;
+    ids.coder = agents.rows.find((row) => row.name === 'Coder')!.id;
+    ids.ada = people.rows.find((row) => row.name === 'Ada')!.id;
+    ids.bob = people.rows.find((row) => row.name === 'Bob')!.id;
+    await insertFact(tx, ids.scout, ids.ada, 'private', 'scout-ada-private');
+    await insertFact(tx, ids.scout, ids.bob, 'private', 'scout-bob-private');
+    await insertFact(tx, ids.scout, null, 'agent', 'scout-agent-wide');
+    await insertFact(tx, ids.coder, ids.ada, 'private', 'coder-ada-private');
+  });
+});
+
+afterAll(async () => {
+  await test?.cleanup();
+});
+
+describe('withScope', () => {
+  it("reads agent A's fact inside A's scope and not inside B's", async () => {
+    const scoutForAda = await visible({ agentId: ids.scout, personId: ids.ada, audience: 'private' });
+    const coderForAda = await visible({ agentId: ids.coder, personId: ids.ada, audience: 'private' });
+
+    expect(scoutForAda).toEqual(['scout-ada-private', 'scout-agent-wide']);
+    expect(coderForAda).toEqual(['coder-ada-private']);
+  });
+
+  it("keeps one person's private facts from another person talking to the same agent", async () => {
+    const scoutForBob = await visible({ agentId: ids.scout, personId: ids.bob, audience: 'private' });
+    expect(scoutForBob).toEqual(['scout-agent-wide', 'scout-bob-private']);
+    expect(scoutForBob).not.toContain('scout-ada-private');
+  });
+
+  it('withholds private facts in a group conversation and still reads agent-wide ones', async () => {
+    const group = await visible({ agentId: ids.scout, personId: ids.ada, audience: 'group' });
+    expect(group).toEqual(['scout-agent-wide']);
+  });
+
+  it('reads no memory row without a scope, while the rows exist', async () => {
+    const unscoped = await db.query<{ content: string }>('select content from facts');
+    const all = await db.adminScope('test: count every fact', async (tx) => (await tx.query('select content from facts')).rows);
+
+    expect(unscoped.rows).toEqual([]);
+    expect(all).toHaveLength(4);
+  });
+
+  it("rejects, in the database, an insert into another agent's scope; its own insert succeeds", async () => {
+    const scope: Scope = { agentId: ids.scout, personId: ids.ada, audience: 'private' };
+
+    await db.withScope(scope, (tx) => insertFact(tx, ids.scout, ids.ada, 'private', 'scout-ada-second'));
+    await expect(db.withScope(scope, (tx) => insertFact(tx, ids.coder, ids.ada, 'private', 'smuggled'))).rejects.toMatchObject({
+      code: '42501',
+    });
+    await expect(db.withScope(scope, (tx) => insertFact(tx, ids.scout, ids.bob, 'private', 'about-bob'))).rejects.toMatchObject({
+      code: '42501',
+    });
+
+    const contents = await db.adminScope('test: list every fact', async (tx) =>
+      (await tx.query<{ content: string }>('select content from facts')).rows.map((row) => row.content),
+    );
+    expect(contents).toContain('scout-ada-second');
+    expect(contents).not.toContain('smuggled');
+    expect(contents).not.toContain('about-bob');
+  });
+
+  it("cannot change or delete another scope's facts", async () => {
+    const scope: Scope = { agentId: ids.coder, personId: ids.bob, audience: 'private' };
+    const updated = await db.withScope(scope, async (tx) => (await tx.query(`update facts set content = 'changed'`)).rowCount);
+    expect(updated).toBe(0);
+    await expect(db.withScope(scope, (tx) => tx.query('delete from facts'))).rejects.toMatchObject({ code: '42501' });
+
+    const own = await db.withScope({ agentId: ids.coder, personId: ids.ada, audience: 'private' }, async (tx) =>
+      (await tx.query(`update facts set category = 'work' where content = 'coder-ada-private'`)).rowCount,
+    );
+    expect(own).toBe(1);
+  });
+
+  it('runs concurrent scopes without mixing them', async () => {
+    const scopes: Scope[] = [
+      { agentId: ids.scout, personId: ids.ada, audience: 'private' },
+      { agentId: ids.coder, personId: ids.ada, audience: 'private' },
+      { agentId: ids.scout, personId: ids.bob, audience: 'private' },
+    ];
+    const results = await Promise.all(
+      [...scopes, ...scopes].map((scope) =>
+        db.withScope(scope, async (tx) => {
+          const setting = await tx.query<{ agent: string }>(`select current_setting('roster.agent_id') as agent`);
+          return { agent: setting.rows[0]?.agent, context: currentScope()?.agentId, rows: (await tx.query('select 1 from facts')).rowCount };
+        }),
+      ),
+    );
+    results.forEach((result, index) => {
+      const scope = scopes[index % scopes.length]!;
+      expect(result.agent).toBe(scope.agentId);
+      expect(result.context).toBe(scope.agentId);
+      expect(result.rows).toBeGreaterThan(0);
+    });
+  });
+
+  it('exposes the scope to code running inside it, and none outside', async () => {
+    const scope: Scope = { agentId: ids.scout, personId: ids.ada, audience: 'private' };
+    expect(currentScope()).toBeUndefined();
+    const inside = await db.withScope(scope, async () => currentScope());
+    expect(inside).toEqual(scope);
+  });
+
+  it('refuses a malformed scope and a nested transaction with clear errors', async () => {
+    await expect(db.withScope({ agentId: 'scout', personId: ids.ada, audience: 'private' }, async () => 1)).rejects.toMatchObject({
+      code: 'scope_invalid',
+    });
+    await expect(db.withScope({ agentId: ids.scout, personId: null, audience: 'private' }, async () => 1)).rejects.toMatchObject({
+      code: 'scope_invalid',
+    });
+    const scope: Scope = { agentId: ids.scout, personId: ids.ada, audience: 'private' };
+    await expect(db.withScope(scope, () => db.withScope(scope, async () => 1))).rejects.toMatchObject({ code: 'scope_nested' });
+    // The database is still usable after the refused nesting.
+    expect(await visible(scope)).toContain('scout-ada-private');
+  });
+});

@@ -1,0 +1,187 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { freePort, isRunning, runRoster, startRoster, tempDataDir, type RunningRoster } from './support/roster-process.js';
+
+const running: RunningRoster[] = [];
+const folders: string[] = [];
+afterEach(async () => {
+  while (running.length > 0) await running.pop()?.stop();
+  while (folders.length > 0) fs.rmSync(folders.pop()!, { recursive: true, force: true });
+});
+
+function dataDir(): string {
+  const dir = tempDataDir();
+  folders.push(dir);
+  return dir;
+}
+
+function start(args: string[], env: Record<string, string>): RunningRoster {
+  const process = startRoster(args, env);
+  running.push(process);
+  return process;
+}
+
+describe('roster start', () => {
+  it('serves /healthz with the embedded database, migrated, and stops cleanly on SIGTERM', async () => {
+    const dir = dataDir();
+    const port = await freePort();
+    const roster = start(['start'], { ROSTER_DATA_DIR: dir, PORT: String(port) });
+    const [, address] = (await roster.waitForOutput(/running at (http:\/\/\S+)/)) as RegExpMatchArray;
+
+    const response = await fetch(`${address}/healthz`);
+    expect(response.status).toBe(200);
+    const health = await response.json();
+    expect(health).toMatchObject({ ok: true, database: 'embedded', redis: 'ok' });
+    expect(health.pgvector).toMatch(/^0\.([89]|\d\d)\./);
+    const page = await fetch(`${address}/`);
+    expect(await page.text()).toContain('<h1>Roster</h1>');
+    const missing = await fetch(`${address}/no-such-page`);
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toEqual({ error: { code: 'not_found', message: 'No route for GET /no-such-page.' } });
+
+    // A second process cannot open the same embedded database while the first runs.
+    const second = await runRoster(['migrate'], { ROSTER_DATA_DIR: dir });
+    expect(second.code).toBe(1);
+    expect(second.stderr).toMatch(/in use by process \d+.*roster db serve/s);
+
+    expect(await roster.stop()).toBe(0);
+    const after = await runRoster(['migrate'], { ROSTER_DATA_DIR: dir });
+    expect(after).toMatchObject({ code: 0, stdout: 'Nothing to do: the database is at version 1.\n' });
+  });
+
+  it('starts a private redis-server in the data folder when REDIS_URL does not answer, and stops it on exit', async () => {
+    const dir = dataDir();
+    const port = await freePort();
+    const deadRedis = `redis://127.0.0.1:${await freePort()}`;
+    const roster = start(['start'], { ROSTER_DATA_DIR: dir, PORT: String(port), REDIS_URL: deadRedis });
+    const [, address] = (await roster.waitForOutput(/running at (http:\/\/\S+)/)) as RegExpMatchArray;
+    expect(roster.output().stdout).toContain('private Redis');
+
+    const health = await (await fetch(`${address}/healthz`)).json();
+    expect(health).toMatchObject({ ok: true, redis: 'ok' });
+    const pid = Number(fs.readFileSync(path.join(dir, 'redis', 'redis.pid'), 'utf8'));
+    expect(isRunning(pid)).toBe(true);
+
+    expect(await roster.stop()).toBe(0);
+    await expect.poll(() => isRunning(pid), { timeout: 5000 }).toBe(false);
+  });
+
+  it('exits 1 with one clear line when Redis does not answer and redis-server is not installed', async () => {
+    const dir = dataDir();
+    // A PATH that holds node but no redis-server.
+    const bin = fs.mkdtempSync(path.join(os.tmpdir(), 'roster-path-'));
+    folders.push(bin);
+    fs.symlinkSync(process.execPath, path.join(bin, 'node'));
+    const result = await runRoster(['start'], {
+      ROSTER_DATA_DIR: dir,
+      PORT: String(await freePort()),
+      REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+      PATH: bin,
+    });
+    expect(result.code).toBe(1);
+    const lines = result.stderr.trim().split('\n').filter((line) => !line.startsWith('{'));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/REDIS_URL is not reachable .*install redis-server/);
+  });
+
+  it('refuses to start a production process on an unreachable Redis instead of starting a private one', async () => {
+    const result = await runRoster(['worker'], { ROSTER_DATA_DIR: dataDir(), REDIS_URL: `redis://127.0.0.1:${await freePort()}` });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/REDIS_URL is not reachable .*start Redis or set REDIS_URL/);
+  });
+});
+
+describe('roster migrate, doctor and db serve', () => {
+  it('migrates once, then reports nothing to do', async () => {
+    const dir = dataDir();
+    const first = await runRoster(['migrate'], { ROSTER_DATA_DIR: dir });
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/^Applied 0001_foundation\n/);
+    const second = await runRoster(['migrate', '--json'], { ROSTER_DATA_DIR: dir });
+    expect(second.code).toBe(0);
+    expect(JSON.parse(second.stdout)).toEqual({ applied: [], version: 1 });
+  });
+
+  it('doctor prints one line per part and exits 0 when all is well', async () => {
+    const dir = dataDir();
+    await runRoster(['migrate'], { ROSTER_DATA_DIR: dir });
+    const result = await runRoster(['doctor'], { ROSTER_DATA_DIR: dir });
+    expect(result.code).toBe(0);
+    const names = result.stdout.trim().split('\n').map((line) => line.split(/\s+/)[0]);
+    expect(names).toEqual(['database', 'pgvector', 'migrations', 'redis', 'engine', 'embedder', 'telegram', 'discord', 'slack', 'whatsapp']);
+    expect(result.stdout).toMatch(/^database\s+ok\s+embedded \(PGlite\) Postgres 18/m);
+    expect(result.stdout).toMatch(/^pgvector\s+ok\s+0\.8/m);
+  });
+
+  it('doctor says what is wrong and exits 1', async () => {
+    const dir = dataDir();
+    const result = await runRoster(['doctor', '--json'], {
+      ROSTER_DATA_DIR: dir,
+      ROSTER_ENGINE: 'openai:gpt-4o-mini',
+      REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+    });
+    expect(result.code).toBe(1);
+    const report = JSON.parse(result.stdout) as { ok: boolean; checks: Array<{ name: string; status: string; detail: string }> };
+    const byName = Object.fromEntries(report.checks.map((check) => [check.name, check]));
+    expect(report.ok).toBe(false);
+    expect(byName.migrations).toMatchObject({ status: 'fail', detail: expect.stringMatching(/run roster migrate/) });
+    expect(byName.engine).toMatchObject({ status: 'fail', detail: 'openai:gpt-4o-mini needs OPENAI_API_KEY' });
+    expect(byName.redis).toMatchObject({ status: 'fail' });
+    expect(byName.embedder).toMatchObject({ status: 'ok' });
+  });
+
+  it('db serve exposes the embedded database to a Postgres client and to a second Roster process', async () => {
+    const dir = dataDir();
+    const port = await freePort();
+    const served = start(['db', 'serve', '--port', String(port)], { ROSTER_DATA_DIR: dir });
+    const [connectionString] = (await served.waitForOutput(/postgres:\/\/\S+/)) as RegExpMatchArray;
+    expect(connectionString).toBe(`postgres://postgres@127.0.0.1:${port}/postgres?sslmode=disable`);
+
+    const client = new pg.Client({ connectionString });
+    await client.connect();
+    const { rows } = await client.query<{ extversion: string }>(`select extversion from pg_extension where extname = 'vector'`);
+    await client.end();
+    expect(rows[0]?.extversion).toMatch(/^0\.8/);
+
+    const migrate = await runRoster(['migrate'], { DATABASE_URL: connectionString });
+    expect(migrate).toMatchObject({ code: 0, stdout: 'Nothing to do: the database is at version 1.\n' });
+    const doctor = await runRoster(['doctor'], { DATABASE_URL: connectionString });
+    expect(doctor.stdout).toMatch(/^database\s+ok\s+server Postgres 18/m);
+    expect(await served.stop()).toBe(0);
+  });
+
+  it('refuses a server Postgres without pgvector, saying what to install', async () => {
+    const url = process.env.PLAIN_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+    const result = await runRoster(['migrate'], { DATABASE_URL: url });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/has no pgvector extension\. Install pgvector 0\.8\.0 or newer/);
+  });
+});
+
+describe('usage', () => {
+  it('answers --help on every command with exit 0', async () => {
+    for (const command of [[], ['start'], ['server'], ['worker'], ['gateway'], ['migrate'], ['db', 'serve'], ['doctor']]) {
+      const result = await runRoster([...command, '--help'], {});
+      expect(result.code, command.join(' ')).toBe(0);
+      expect(result.stdout).toMatch(/Usage: roster/);
+    }
+  });
+
+  it('exits 2 on an unknown command or option, and 1 on an invalid configuration', async () => {
+    const unknown = await runRoster(['fly'], {});
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/unknown command "fly"/);
+    const option = await runRoster(['migrate', '--fast'], {});
+    expect(option.code).toBe(2);
+    expect(option.stderr).toMatch(/Unknown option '--fast'/);
+    const port = await runRoster(['db', 'serve', '--port', 'x'], {});
+    expect(port.code).toBe(2);
+    expect(port.stderr).toMatch(/--port takes a whole number/);
+    const config = await runRoster(['migrate'], { PORT: 'eighty' });
+    expect(config.code).toBe(1);
+    expect(config.stderr).toMatch(/PORT: the value "eighty" is not valid/);
+  });
+});

@@ -1,0 +1,105 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The `roster` command as a user runs it: the bin file of apps/cli. */
+export const rosterBin = fileURLToPath(new URL('../../apps/cli/bin/roster.js', import.meta.url));
+
+export interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** An environment without any Roster variable of the machine, plus `extra`. */
+export function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const name of ['PATH', 'HOME', 'LANG', 'TMPDIR']) if (process.env[name] !== undefined) env[name] = process.env[name];
+  return { ...env, LOG_LEVEL: 'warn', ...extra };
+}
+
+/** A data folder of its own for one test. */
+export function tempDataDir(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'roster-data-'));
+}
+
+/** Run one roster command to its end. */
+export function runRoster(args: string[], env: Record<string, string>, timeoutMs = 60_000): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [rosterBin, ...args], { env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`roster ${args.join(' ')} did not finish in ${timeoutMs} ms\n${stdout}\n${stderr}`));
+    }, timeoutMs);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** A long-running roster command (start, db serve…) and what it printed so far. */
+export interface RunningRoster {
+  child: ChildProcess;
+  output(): { stdout: string; stderr: string };
+  /** Wait until stdout matches, or fail with what was printed. */
+  waitForOutput(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  /** Send SIGTERM and wait for the exit code. */
+  stop(): Promise<number | null>;
+}
+
+export function startRoster(args: string[], env: Record<string, string>): RunningRoster {
+  const child = spawn(process.execPath, [rosterBin, ...args], { env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk) => (stdout += chunk));
+  child.stderr?.on('data', (chunk) => (stderr += chunk));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    output: () => ({ stdout, stderr }),
+    async waitForOutput(pattern, timeoutMs = 60_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (Date.now() < deadline) {
+        const match = stdout.match(pattern);
+        if (match !== null) return match;
+        if (child.exitCode !== null) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      throw new Error(`roster ${args.join(' ')} never printed ${pattern} (exit ${child.exitCode})\nstdout: ${stdout}\nstderr: ${stderr}`);
+    },
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+/** A loopback port nobody listens on right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address !== null ? address.port : 0));
+    });
+  });
+}
+
+/** Whether a process id is still running. */
+export function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
