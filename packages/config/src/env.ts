@@ -116,7 +116,7 @@ export const environment = {
     schema: z
       .string()
       .trim()
-      .regex(/^(hashing|ollama:.+|openai:.+|openai-compatible:https?:\/\/[^#\s]+#.+)$/)
+      .regex(/^(hashing(-\d{2,4})?|ollama:.+|openai:.+|openai-compatible:https?:\/\/[^#\s]+#.+)$/)
       .default('hashing'),
     example: 'hashing, ollama:nomic-embed-text, openai:text-embedding-3-small',
     description: 'The embedder for memory search. The hashing embedder needs no model.',

@@ -1,0 +1,66 @@
+import type { Database, Transaction } from '@roster/db';
+import { redactSecrets } from './redact.js';
+import type { Actor } from './types.js';
+
+/** One mutation of memory, as the audit log records it. Never the content of a fact. */
+export interface MemoryEvent {
+  agentId: string;
+  personId: string | null;
+  actor: Actor;
+  action: string;
+  targetKind: 'fact' | 'tombstone' | 'lesson' | 'agent' | 'approval' | 'mirror_case';
+  targetId: string | null;
+  detail?: Record<string, unknown>;
+}
+
+/**
+ * Append one event to the agent's hash chain, in the caller's transaction.
+ * String values in the detail are redacted first; callers put ids, hashes,
+ * states and counts there, never memory content.
+ */
+export async function appendEvent(tx: Transaction, event: MemoryEvent): Promise<{ id: string; seq: number; hash: string }> {
+  const detail = redactDetail(event.detail ?? {});
+  const { rows } = await tx.query<{ id: string; seq: string; hash: string }>(
+    `select id, seq, hash from roster_append_event($1, $2, $3, $4, $5, $6, $7, $8)`,
+    [event.agentId, event.personId, event.actor.kind, event.actor.id ?? null, event.action, event.targetKind, event.targetId, JSON.stringify(detail)],
+  );
+  const row = rows[0]!;
+  return { id: row.id, seq: Number(row.seq), hash: row.hash };
+}
+
+function redactDetail(value: unknown): unknown {
+  if (typeof value === 'string') return redactSecrets(value).text;
+  if (Array.isArray(value)) return value.map(redactDetail);
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, redactDetail(inner)]));
+  }
+  return value;
+}
+
+/** The state of one agent's chain. */
+export interface ChainReport {
+  agentId: string;
+  events: number;
+  ok: boolean;
+  /** The first broken link: its sequence number, id and what is wrong. */
+  broken: { seq: number; id: string; problem: string } | null;
+}
+
+/**
+ * Recompute every chain (or one agent's) and name the first broken link.
+ * Used by `roster audit verify`, the owner's tool.
+ */
+export async function verifyAudit(database: Database, agentId?: string): Promise<ChainReport[]> {
+  return database.adminScope('audit verify: recompute the memory event chains', async (tx) => {
+    const { rows } = await tx.query<{ agent_id: string; events: string; broken_seq: string | null; broken_id: string | null; problem: string | null }>(
+      'select * from roster_verify_events($1)',
+      [agentId ?? null],
+    );
+    return rows.map((row) => ({
+      agentId: row.agent_id,
+      events: Number(row.events),
+      ok: row.broken_seq === null,
+      broken: row.broken_seq === null ? null : { seq: Number(row.broken_seq), id: row.broken_id!, problem: row.problem! },
+    }));
+  });
+}

@@ -1,0 +1,98 @@
+import { RosterError, type RosterErrorOptions } from '@roster/errors';
+
+/** Options of one `embed` call. */
+export interface EmbedOptions {
+  /**
+   * Lets the caller give up (a shutting-down worker, a cancelled request).
+   * An aborted call rejects with the signal's own reason, not an
+   * `EmbedderError`: the caller asked for it, so there is nothing to retry.
+   */
+  signal?: AbortSignal;
+}
+
+/**
+ * Turns texts into vectors for memory search.
+ *
+ * The contract is small on purpose: memory stores `model` and `dimensions`
+ * beside every vector and only compares vectors of the same model, so an
+ * implementation owns its client, batching and error mapping.
+ */
+export interface Embedder {
+  /**
+   * Stable id stored with every vector, e.g. 'hashing-256',
+   * 'ollama:nomic-embed-text', 'openai:text-embedding-3-small'. Vectors of
+   * different models are not comparable, so changing it means re-embedding.
+   */
+  readonly model: string;
+  /**
+   * Length of every vector this embedder returns; the store sizes its
+   * column and index with it. Remote embedders that were not told their size
+   * report 0 until their first answer teaches it.
+   */
+  readonly dimensions: number;
+  /**
+   * true when vectors are computed in this process or on this machine
+   * (written in the same transaction as the fact, allowed under
+   * PRIVACY=strict); false for remote ones (written by a job).
+   */
+  readonly local: boolean;
+  /**
+   * L2-normalised vectors, one per input, same order. Normalised so that
+   * cosine similarity is a plain dot product and stores can use inner-product
+   * indexes. Rejects with an `EmbedderError` when the embedder fails.
+   */
+  embed(texts: readonly string[], options?: EmbedOptions): Promise<number[][]>;
+}
+
+const embedderMarker = Symbol.for('roster.embedder-error');
+
+/** Options of an `EmbedderError`. */
+export interface EmbedderErrorOptions extends RosterErrorOptions {
+  /** The HTTP status the embedder answered with, when it answered at all. */
+  status?: number;
+}
+
+/**
+ * An embedder failed. Codes: `embedder_unreachable`, `embedder_timeout`,
+ * `embedder_http_<status>`, `embedder_bad_response`, `embedder_key_missing`,
+ * `embedder_options_invalid`. `retryable` tells the job worker whether to try
+ * again (network errors, timeouts, 408, 429, 5xx) or give up (400, 401, 403,
+ * 404, a malformed answer, a missing key). Messages never carry an API key.
+ */
+export class EmbedderError extends RosterError {
+  /** The HTTP status, or undefined when there was no HTTP answer. */
+  readonly status: number | undefined;
+  private readonly [embedderMarker] = true;
+
+  constructor(code: string, message: string, options: EmbedderErrorOptions = {}) {
+    super(code, message, options);
+    this.name = 'EmbedderError';
+    this.status = options.status;
+  }
+
+  static override isInstance(error: unknown): error is EmbedderError {
+    return (
+      typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[embedderMarker] === true
+    );
+  }
+}
+
+/** Whether an HTTP status is worth retrying: 408, 429 and 5xx are; other 4xx are not. */
+export function isRetryableStatus(status: number): boolean {
+  return status === 408 || status === 429 || status >= 500;
+}
+
+/**
+ * `vector` scaled to unit length, or undefined when it has no length (all
+ * zeros) or holds a non-finite number.
+ */
+export function normalizeVector(vector: readonly number[]): number[] | undefined {
+  let sum = 0;
+  for (const value of vector) {
+    if (!Number.isFinite(value)) return undefined;
+    sum += value * value;
+  }
+  const norm = Math.sqrt(sum);
+  if (norm === 0 || !Number.isFinite(norm)) return undefined;
+  return vector.map((value) => value / norm);
+}

@@ -1,0 +1,20 @@
+export {
+  EmbedderError,
+  isRetryableStatus,
+  normalizeVector,
+  type Embedder,
+  type EmbedderErrorOptions,
+  type EmbedOptions,
+} from './embedder.js';
+export { createHashingEmbedder, type HashingEmbedderOptions } from './hashing-embedder.js';
+export {
+  createOllamaEmbedder,
+  createOpenAICompatibleEmbedder,
+  createOpenAIEmbedder,
+  parseEmbedderReference,
+  type EmbedderKeys,
+  type FetchFunction,
+  type OllamaEmbedderOptions,
+  type OpenAICompatibleEmbedderOptions,
+  type OpenAIEmbedderOptions,
+} from './http-embedders.js';

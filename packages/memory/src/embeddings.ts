@@ -1,0 +1,85 @@
+import { createHash } from 'node:crypto';
+import type { Database, Transaction } from '@roster/db';
+import { RosterError } from '@roster/errors';
+import type { Embedder } from './embedders/index.js';
+
+/** pgvector indexes `vector` columns of up to 2,000 dimensions with HNSW. */
+export const maxIndexedDimensions = 2000;
+
+/** A model's vectors are compared through this expression, so that its partial index applies. */
+export function vectorExpression(dimensions: number, column = 'fe.embedding'): string {
+  assertDimensions(dimensions);
+  return `(${column}::vector(${dimensions}))`;
+}
+
+function assertDimensions(dimensions: number): void {
+  if (!Number.isInteger(dimensions) || dimensions < 1 || dimensions > 16000) {
+    throw new RosterError('embedder_dimensions_invalid', `An embedding model must have 1 to 16,000 dimensions, got ${dimensions}.`);
+  }
+}
+
+/** pgvector's text form of a vector. */
+export function toVectorLiteral(vector: readonly number[]): string {
+  return `[${vector.map((value) => (Number.isFinite(value) ? value : 0)).join(',')}]`;
+}
+
+export function parseVectorLiteral(text: string): number[] {
+  return JSON.parse(text) as number[];
+}
+
+/**
+ * Make sure the model is registered and has its own HNSW index (a partial
+ * index on `model = …`, over the column cast to its dimension). A new model
+ * needs no migration. Idempotent; the owner's role creates the index.
+ */
+export async function ensureEmbeddingModel(database: Database, model: string, dimensions: number): Promise<void> {
+  assertDimensions(dimensions);
+  const indexName = `fact_embeddings_hnsw_${createHash('sha256').update(model).digest('hex').slice(0, 16)}`;
+  await database.adminScope('memory: register an embedding model and its index', async (tx) => {
+    await tx.query('select pg_advisory_xact_lock(hashtextextended($1, 0))', [`roster.embedding_model:${model}`]);
+    const existing = await tx.query<{ dimensions: number }>('select dimensions from embedding_models where model = $1', [model]);
+    if (existing.rows[0] !== undefined) {
+      if (existing.rows[0].dimensions !== dimensions) {
+        throw new RosterError(
+          'embedder_dimensions_changed',
+          `The embedding model ${model} was registered with ${existing.rows[0].dimensions} dimensions and now answers ${dimensions}. Give the new model another name, then re-embed.`,
+        );
+      }
+      return;
+    }
+    if (dimensions <= maxIndexedDimensions) {
+      await tx.query(
+        `create index if not exists ${indexName} on fact_embeddings using hnsw (${vectorExpression(dimensions, 'embedding')} vector_cosine_ops) where model = ${quoteLiteral(model)}`,
+      );
+    }
+    await tx.query('insert into embedding_models (model, dimensions, index_name) values ($1, $2, $3)', [model, dimensions, indexName]);
+  });
+}
+
+function quoteLiteral(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
+}
+
+/** Write (or replace) one fact's vector, in the caller's scoped transaction. */
+export async function writeEmbedding(
+  tx: Transaction,
+  fact: { id: string; agentId: string; personId: string | null; audience: 'private' | 'agent' },
+  model: string,
+  vector: readonly number[],
+): Promise<void> {
+  await tx.query(
+    `insert into fact_embeddings (fact_id, model, agent_id, person_id, audience, embedding)
+     values ($1, $2, $3, $4, $5, $6::vector)
+     on conflict (fact_id, model) do update set embedding = excluded.embedding, created_at = now()`,
+    [fact.id, model, fact.agentId, fact.personId, fact.audience, toVectorLiteral(vector)],
+  );
+}
+
+/** Embed one text with a local embedder, for writing in the same transaction. */
+export async function embedOne(embedder: Embedder, text: string): Promise<number[]> {
+  const [vector] = await embedder.embed([text]);
+  if (vector === undefined || vector.length !== embedder.dimensions) {
+    throw new RosterError('embedder_bad_response', `The embedder ${embedder.model} returned no vector of ${embedder.dimensions} dimensions.`);
+  }
+  return vector;
+}

@@ -1,0 +1,36 @@
+import { RosterError } from '@roster/errors';
+
+/** The fact does not exist in this scope (it may exist in another; that is not said). */
+export class FactNotFoundError extends RosterError {
+  constructor(factId: string) {
+    super('fact_not_found', `No fact ${factId} in this memory.`);
+    this.name = 'FactNotFoundError';
+  }
+}
+
+/** The operation does not apply to a fact in its current state. */
+export class FactStateError extends RosterError {
+  constructor(message: string) {
+    super('fact_state', message);
+    this.name = 'FactStateError';
+  }
+}
+
+/** The statement matches something forgotten; only the person saying it again, explicitly, brings it back. */
+export class TombstonedError extends RosterError {
+  constructor() {
+    super(
+      'tombstoned',
+      'This was forgotten at the person’s request. It is learned again only when that person says it again, explicitly, in a new message.',
+    );
+    this.name = 'TombstonedError';
+  }
+}
+
+/** The statement was rejected before and comes from the same sources. */
+export class RejectedStatementError extends RosterError {
+  constructor() {
+    super('rejected_statement', 'This statement was rejected before and is not admitted again from the same sources.');
+    this.name = 'RejectedStatementError';
+  }
+}

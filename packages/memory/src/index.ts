@@ -1,0 +1,11 @@
+export { appendEvent, verifyAudit, type ChainReport, type MemoryEvent } from './audit.js';
+export * from './embedders/index.js';
+export { ensureEmbeddingModel, writeEmbedding } from './embeddings.js';
+export { FactNotFoundError, FactStateError, RejectedStatementError, TombstonedError } from './errors.js';
+export { renderExport, type ExportFormat } from './export.js';
+export { fade, protectedCategories, type FadeOptions, type FadeReport } from './fade.js';
+export { createMemory, type HistoryEntry, type Memory, type MemoryOptions, type RememberInput, type UseReason } from './memory.js';
+export { containsSecret, redactSecrets } from './redact.js';
+export { anyWordQuery, searchFacts, type SearchOptions } from './search.js';
+export { contentHash, estimateJaccard, isNearDuplicate, MemoryInputError, minhash, normalizeText, validateText } from './text.js';
+export * from './types.js';

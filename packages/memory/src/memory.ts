@@ -1,0 +1,451 @@
+import { isUuid, type Database, type Scope, type ScopedTransaction } from '@roster/db';
+import { RosterError } from '@roster/errors';
+import { appendEvent } from './audit.js';
+import type { Embedder } from './embedders/index.js';
+import { embedOne, ensureEmbeddingModel, writeEmbedding } from './embeddings.js';
+import { FactNotFoundError, FactStateError, RejectedStatementError, TombstonedError } from './errors.js';
+import { renderExport, type ExportFormat } from './export.js';
+import { redactSecrets } from './redact.js';
+import { factColumns, toFact, type FactRow } from './rows.js';
+import { searchFacts, type SearchOptions } from './search.js';
+import { contentHash, isNearDuplicate, minhash, normalizeText, validateText } from './text.js';
+import { readableTrust, type Actor, type Fact, type Provenance, type SearchResult, type Trust } from './types.js';
+
+export interface RememberInput {
+  content: string;
+  category?: string;
+  /** Defaults to `private` when the scope has a person, else `agent`. */
+  audience?: 'private' | 'agent';
+  provenance: Provenance;
+}
+
+export interface HistoryEntry {
+  fact: Fact;
+  /** How this version relates to the one asked about. */
+  relation: 'earlier' | 'this' | 'later';
+}
+
+export interface MemoryOptions {
+  database: Database;
+  embedder: Embedder;
+}
+
+/** A use moves `uses` and `last_used_at`; being placed in a prompt is not one. */
+export type UseReason = 'recall' | 'confirmation' | 'citation';
+
+/**
+ * The memory of every agent, per person. Each operation is one scoped
+ * transaction and leaves one audit event; none takes an agent or a person
+ * from its arguments: the scope says whose memory it is.
+ */
+export interface Memory {
+  readonly embedder: Embedder;
+  /** Register the embedder's model and index; call once before use. */
+  prepare(): Promise<void>;
+  remember(scope: Scope, input: RememberInput): Promise<{ fact: Fact; created: boolean }>;
+  /** "That was wrong": the old fact is retracted (never true); the new one takes its valid time. */
+  correct(scope: Scope, factId: string, content: string, provenance: Provenance): Promise<{ retracted: Fact; fact: Fact }>;
+  /** "That changed": the old fact's validity ends now; the new one starts now. */
+  update(scope: Scope, factId: string, content: string, provenance: Provenance): Promise<{ previous: Fact; fact: Fact }>;
+  confirm(scope: Scope, factId: string, provenance: Provenance): Promise<Fact>;
+  dispute(scope: Scope, factId: string, provenance: Provenance): Promise<Fact>;
+  reject(scope: Scope, factId: string, provenance: Provenance): Promise<Fact>;
+  restore(scope: Scope, factId: string, provenance: Provenance): Promise<Fact>;
+  forget(scope: Scope, factId: string, provenance: Provenance): Promise<{ fact: Fact; tombstoneId: string; messagesErased: number }>;
+  /** Whether an automatic path would be refused this text (it matches a tombstone). */
+  isTombstoned(scope: Scope, content: string): Promise<boolean>;
+  get(scope: Scope, factId: string): Promise<Fact>;
+  list(scope: Scope, options?: { category?: string; limit?: number }): Promise<Fact[]>;
+  history(scope: Scope, factId: string): Promise<HistoryEntry[]>;
+  asOf(scope: Scope, at: { validAt?: Date; recordedAt?: Date }): Promise<Fact[]>;
+  search(scope: Scope, query: string, options?: SearchOptions): Promise<SearchResult[]>;
+  recordUse(scope: Scope, factIds: readonly string[], reason: UseReason, actor: Actor): Promise<number>;
+  export(scope: Scope, format: ExportFormat): Promise<string>;
+}
+
+const liveTrust: readonly Trust[] = ['candidate', 'active', 'verified', 'disputed'];
+
+export function createMemory(options: MemoryOptions): Memory {
+  const { database, embedder } = options;
+  let prepared = false;
+
+  async function prepare(): Promise<void> {
+    if (prepared) return;
+    if (embedder.dimensions > 0) await ensureEmbeddingModel(database, embedder.model, embedder.dimensions);
+    prepared = true;
+  }
+
+  /** The vector for new content, computed before the transaction opens; null when a job will do it. */
+  async function vectorFor(content: string): Promise<number[] | null> {
+    if (!embedder.local) return null;
+    await prepare();
+    return embedOne(embedder, content);
+  }
+
+  async function storeVector(tx: ScopedTransaction, fact: Fact, vector: number[] | null): Promise<void> {
+    if (vector !== null) {
+      await writeEmbedding(tx, fact, embedder.model, vector);
+      return;
+    }
+    await tx.query(
+      `insert into outbox (queue, name, payload, dedupe_key, agent_id) values ('embed', 'embed-fact', $1, $2, $3)
+       on conflict (dedupe_key) do nothing`,
+      [JSON.stringify({ factId: fact.id, model: embedder.model }), `embed:${fact.id}:${embedder.model}`, fact.agentId],
+    );
+  }
+
+  async function loadFact(tx: ScopedTransaction, factId: string, forUpdate = false): Promise<Fact> {
+    if (!isUuid(factId)) throw new FactNotFoundError(String(factId));
+    const { rows } = await tx.query<FactRow>(`select ${factColumns} from facts f where f.id = $1${forUpdate ? ' for update' : ''}`, [factId]);
+    const row = rows[0];
+    if (row === undefined) throw new FactNotFoundError(factId);
+    return toFact(row);
+  }
+
+  function trustFor(provenance: Provenance): Trust {
+    if (provenance.actor.kind === 'job') return 'candidate';
+    if (provenance.actor.kind === 'agent' && provenance.untrusted === true) return 'candidate';
+    return 'active';
+  }
+
+  /**
+   * Refuse what a tombstone or a rejection covers, or lift the tombstone when
+   * the same person says it again, explicitly, in a new message.
+   */
+  async function admit(tx: ScopedTransaction, content: string, hash: string, provenance: Provenance): Promise<void> {
+    const scope = tx.scope;
+    const signature = minhash(content);
+    const tombstones = await tx.query<{ id: string; person_id: string | null; content_hash: string; minhash: string[]; source_message_ids: string[] }>(
+      `select id, person_id, content_hash, minhash, source_message_ids from tombstones where lifted_at is null`,
+    );
+    const sources = provenance.sourceMessageIds ?? [];
+    for (const tombstone of tombstones.rows) {
+      const matches = tombstone.content_hash === hash || isNearDuplicate(signature, tombstone.minhash.map(Number));
+      if (!matches) continue;
+      const liftable =
+        provenance.explicit === true &&
+        provenance.actor.kind === 'person' &&
+        scope.personId !== null &&
+        tombstone.person_id === scope.personId &&
+        sources.length > 0 &&
+        sources.every((id) => !tombstone.source_message_ids.includes(id));
+      if (!liftable) throw new TombstonedError();
+      await tx.query('update tombstones set lifted_at = now(), lifted_by_message_id = $2 where id = $1', [tombstone.id, sources[0]]);
+      await appendEvent(tx, {
+        agentId: scope.agentId,
+        personId: scope.personId,
+        actor: provenance.actor,
+        action: 'tombstone-lift',
+        targetKind: 'tombstone',
+        targetId: tombstone.id,
+        detail: { message_id: sources[0] },
+      });
+    }
+    const rejected = await tx.query<{ source_message_ids: string[] }>(
+      `select source_message_ids from facts where trust = 'rejected' and content_hash = $1`,
+      [hash],
+    );
+    for (const row of rejected.rows) {
+      const sameSources = sources.length === 0 || sources.some((id) => row.source_message_ids.includes(id));
+      const restatedByPerson = provenance.actor.kind === 'person' && provenance.explicit === true;
+      if (sameSources && !restatedByPerson) throw new RejectedStatementError();
+    }
+  }
+
+  async function insertFact(
+    tx: ScopedTransaction,
+    input: { content: string; hash: string; category: string; audience: 'private' | 'agent'; trust: Trust; provenance: Provenance; validFrom?: Date; validTo?: Date | null },
+  ): Promise<Fact> {
+    const { scope } = tx;
+    const personId = input.audience === 'agent' && scope.personId === null ? null : scope.personId;
+    const { rows } = await tx.query<FactRow>(
+      `insert into facts as f (agent_id, person_id, audience, content, content_hash, category, trust, valid_from, valid_to,
+         source_message_ids, actor_kind, actor_id, channel, tool, untrusted_input)
+       values ($1, $2, $3, $4, $5, $6, $7, coalesce($8, now()), $9, $10, $11, $12, $13, $14, $15)
+       returning ${factColumns}`,
+      [
+        scope.agentId,
+        personId,
+        input.audience,
+        input.content,
+        input.hash,
+        input.category,
+        input.trust,
+        input.validFrom ?? null,
+        input.validTo ?? null,
+        input.provenance.sourceMessageIds ?? [],
+        input.provenance.actor.kind,
+        input.provenance.actor.id ?? null,
+        input.provenance.channel ?? null,
+        input.provenance.tool ?? null,
+        input.provenance.untrusted === true,
+      ],
+    );
+    return toFact(rows[0]!);
+  }
+
+  function prepareContent(content: unknown): { content: string; hash: string } {
+    const valid = validateText(content, 'content');
+    const redacted = redactSecrets(valid).text;
+    return { content: redacted, hash: contentHash(redacted) };
+  }
+
+  function validCategory(category: string | undefined): string {
+    const value = category ?? 'general';
+    if (!/^[a-z][a-z0-9_-]{0,39}$/.test(value)) {
+      throw new RosterError('memory_input_invalid', `category must be a short lower-case word (letters, digits, - or _), got ${JSON.stringify(value).slice(0, 60)}.`);
+    }
+    return value;
+  }
+
+  function validProvenance(provenance: Provenance): void {
+    for (const id of provenance.sourceMessageIds ?? []) {
+      if (!isUuid(id)) throw new RosterError('memory_input_invalid', `sourceMessageIds must be message ids (UUIDs), got ${JSON.stringify(id).slice(0, 60)}.`);
+    }
+  }
+
+  async function event(tx: ScopedTransaction, actor: Actor, action: string, fact: Fact, detail: Record<string, unknown> = {}) {
+    await appendEvent(tx, { agentId: tx.scope.agentId, personId: fact.personId, actor, action, targetKind: 'fact', targetId: fact.id, detail });
+  }
+
+  /** Move a fact from one of `from` to `to`, with one event. */
+  async function transition(scope: Scope, factId: string, from: readonly Trust[], to: Trust, action: string, provenance: Provenance): Promise<Fact> {
+    return database.withScope(scope, async (tx) => {
+      const fact = await loadFact(tx, factId, true);
+      if (!from.includes(fact.trust)) {
+        throw new FactStateError(`Cannot ${action} a fact that is ${fact.trust}; it must be ${from.join(' or ')}.`);
+      }
+      const extra = to === 'rejected' ? ', superseded_at = now()' : '';
+      const { rows } = await tx.query<FactRow>(`update facts f set trust = $2${extra} where f.id = $1 returning ${factColumns}`, [factId, to]);
+      const updated = toFact(rows[0]!);
+      await event(tx, provenance.actor, action, updated, { from: fact.trust, to });
+      return updated;
+    });
+  }
+
+  async function replace(scope: Scope, factId: string, content: string, provenance: Provenance, kind: 'correct' | 'update') {
+    const next = prepareContent(content);
+    validProvenance(provenance);
+    const vector = await vectorFor(next.content);
+    return database.withScope(scope, async (tx) => {
+      const old = await loadFact(tx, factId, true);
+      if (!liveTrust.includes(old.trust)) throw new FactStateError(`Cannot ${kind} a fact that is ${old.trust}.`);
+      await admit(tx, next.content, next.hash, provenance);
+      const fact = await insertFact(tx, {
+        ...next,
+        category: old.category,
+        audience: old.audience,
+        trust: trustFor(provenance),
+        provenance,
+        ...(kind === 'correct' ? { validFrom: old.validFrom, validTo: old.validTo } : {}),
+      });
+      const changed =
+        kind === 'correct'
+          ? await tx.query<FactRow>(
+              `update facts f set trust = 'retracted', superseded_at = now(), superseded_by = $2 where f.id = $1 returning ${factColumns}`,
+              [old.id, fact.id],
+            )
+          : await tx.query<FactRow>(
+              `update facts f set valid_to = greatest(now(), f.valid_from), superseded_by = $2 where f.id = $1 returning ${factColumns}`,
+              [old.id, fact.id],
+            );
+      if (kind === 'update') {
+        // The new version starts exactly where the old one ends.
+        await tx.query('update facts set valid_from = $2 where id = $1', [fact.id, changed.rows[0]!.valid_to]);
+      }
+      await storeVector(tx, fact, vector);
+      const reloaded = await loadFact(tx, fact.id);
+      await event(tx, provenance.actor, kind, reloaded, { previous: old.id, content_sha256: next.hash });
+      return { old: toFact(changed.rows[0]!), fact: reloaded };
+    });
+  }
+
+  const memory: Memory = {
+    embedder,
+    prepare,
+
+    async remember(scope, input) {
+      const next = prepareContent(input.content);
+      const category = validCategory(input.category);
+      validProvenance(input.provenance);
+      const audience = input.audience ?? (scope.personId === null ? 'agent' : 'private');
+      if (audience === 'private' && scope.personId === null) {
+        throw new RosterError('memory_input_invalid', 'A private fact needs a person: this scope has none. Use audience "agent".');
+      }
+      const vector = await vectorFor(next.content);
+      return database.withScope(scope, async (tx) => {
+        const duplicate = await tx.query<FactRow>(
+          `select ${factColumns} from facts f
+           where f.content_hash = $1 and f.audience = $2 and f.person_id is not distinct from $3
+             and f.trust = any($4) limit 1`,
+          [next.hash, audience, audience === 'agent' && scope.personId === null ? null : scope.personId, readableTrust],
+        );
+        if (duplicate.rows[0] !== undefined) return { fact: toFact(duplicate.rows[0]), created: false };
+        await admit(tx, next.content, next.hash, input.provenance);
+        const fact = await insertFact(tx, { ...next, category, audience, trust: trustFor(input.provenance), provenance: input.provenance });
+        await storeVector(tx, fact, vector);
+        await event(tx, input.provenance.actor, 'remember', fact, { trust: fact.trust, category, audience, content_sha256: next.hash });
+        return { fact, created: true };
+      });
+    },
+
+    async correct(scope, factId, content, provenance) {
+      const { old, fact } = await replace(scope, factId, content, provenance, 'correct');
+      return { retracted: old, fact };
+    },
+
+    async update(scope, factId, content, provenance) {
+      const { old, fact } = await replace(scope, factId, content, provenance, 'update');
+      return { previous: old, fact };
+    },
+
+    async confirm(scope, factId, provenance) {
+      return database.withScope(scope, async (tx) => {
+        const fact = await loadFact(tx, factId, true);
+        if (!['candidate', 'active', 'verified', 'disputed'].includes(fact.trust)) {
+          throw new FactStateError(`Cannot confirm a fact that is ${fact.trust}.`);
+        }
+        // A person's confirmation is also a use.
+        const { rows } = await tx.query<FactRow>(
+          `update facts f set trust = 'verified', uses = f.uses + 1, last_used_at = now() where f.id = $1 returning ${factColumns}`,
+          [factId],
+        );
+        const updated = toFact(rows[0]!);
+        await event(tx, provenance.actor, 'confirm', updated, { from: fact.trust, to: 'verified' });
+        return updated;
+      });
+    },
+
+    dispute: (scope, factId, provenance) => transition(scope, factId, ['candidate', 'active', 'verified'], 'disputed', 'dispute', provenance),
+    reject: (scope, factId, provenance) => transition(scope, factId, ['candidate', 'active', 'verified', 'disputed'], 'rejected', 'reject', provenance),
+    restore: (scope, factId, provenance) => transition(scope, factId, ['faded'], 'active', 'restore', provenance),
+
+    async forget(scope, factId, provenance) {
+      return database.withScope(scope, async (tx) => {
+        const fact = await loadFact(tx, factId, true);
+        if (fact.trust === 'forgotten' || fact.content === null) throw new FactStateError('That fact is already forgotten.');
+        const hash = contentHash(fact.content);
+        const normalized = normalizeText(fact.content);
+        // Every version in this scope with the same words goes too.
+        const same = await tx.query<{ id: string; source_message_ids: string[] }>(
+          `select id, source_message_ids from facts where content_hash = $1 and person_id is not distinct from $2 and trust <> 'forgotten'`,
+          [hash, fact.personId],
+        );
+        const ids = [...new Set([fact.id, ...same.rows.map((row) => row.id)])];
+        const sources = [...new Set([...fact.sourceMessageIds, ...same.rows.flatMap((row) => row.source_message_ids)])];
+        const tombstone = await tx.query<{ id: string }>(
+          `insert into tombstones (agent_id, person_id, fact_id, content_hash, minhash, source_message_ids)
+           values ($1, $2, $3, $4, $5, $6) returning id`,
+          [scope.agentId, fact.personId, fact.id, hash, minhash(fact.content), sources],
+        );
+        const erased = await tx.query<{ count: number }>('select roster_forget_messages($1, $2) as count', [sources, normalized]);
+        await tx.query('delete from fact_embeddings where fact_id = any($1)', [ids]);
+        await tx.query(`update facts set content = '', trust = 'forgotten' where id = any($1)`, [ids]);
+        const forgotten = await loadFact(tx, fact.id);
+        const tombstoneId = tombstone.rows[0]!.id;
+        const messagesErased = Number(erased.rows[0]?.count ?? 0);
+        await event(tx, provenance.actor, 'forget', forgotten, { tombstone: tombstoneId, facts: ids, messages_erased: messagesErased });
+        return { fact: forgotten, tombstoneId, messagesErased };
+      });
+    },
+
+    async isTombstoned(scope, content) {
+      const text = validateText(content, 'content');
+      const hash = contentHash(text);
+      const signature = minhash(text);
+      return database.withScope(scope, async (tx) => {
+        const { rows } = await tx.query<{ content_hash: string; minhash: string[] }>(
+          'select content_hash, minhash from tombstones where lifted_at is null',
+        );
+        return rows.some((row) => row.content_hash === hash || isNearDuplicate(signature, row.minhash.map(Number)));
+      });
+    },
+
+    async get(scope, factId) {
+      return database.withScope(scope, async (tx) => {
+        const fact = await loadFact(tx, factId);
+        if (!readableTrust.includes(fact.trust)) throw new FactNotFoundError(factId);
+        return fact;
+      });
+    },
+
+    async list(scope, options = {}) {
+      const limit = Math.min(Math.max(options.limit ?? 200, 1), 10_000);
+      return database.withScope(scope, async (tx) => {
+        const { rows } = await tx.query<FactRow>(
+          `select ${factColumns} from facts f
+           where f.trust = any($1) and ($2::text is null or f.category = $2) and (f.valid_to is null or f.valid_to > now())
+           order by f.recorded_at desc, f.id limit $3`,
+          [readableTrust, options.category ?? null, limit],
+        );
+        return rows.map(toFact);
+      });
+    },
+
+    async history(scope, factId) {
+      return database.withScope(scope, async (tx) => {
+        const fact = await loadFact(tx, factId);
+        // Walk back through predecessors and forward through successors.
+        const { rows } = await tx.query<FactRow & { relation: HistoryEntry['relation']; depth: number }>(
+          `with recursive earlier as (
+             select f.*, 0 as depth from facts f where f.id = $1
+             union all
+             select p.*, e.depth - 1 from facts p join earlier e on p.superseded_by = e.id where e.depth > -100
+           ), later as (
+             select f.*, 0 as depth from facts f where f.id = $1
+             union all
+             select n.*, l.depth + 1 from facts n join later l on n.id = l.superseded_by where l.depth < 100
+           )
+           select ${factColumns}, depth from (
+             select * from earlier union all select * from later where depth > 0
+           ) f order by depth`,
+          [fact.id],
+        );
+        return rows.map((row) => ({ fact: toFact(row), relation: row.depth < 0 ? 'earlier' : row.depth > 0 ? 'later' : 'this' }));
+      });
+    },
+
+    async asOf(scope, at) {
+      const validAt = at.validAt ?? new Date();
+      const recordedAt = at.recordedAt ?? new Date();
+      return database.withScope(scope, async (tx) => {
+        const { rows } = await tx.query<FactRow>(
+          `select ${factColumns} from facts f
+           where f.trust not in ('forgotten', 'faded')
+             and f.recorded_at <= $2 and (f.superseded_at is null or f.superseded_at > $2)
+             and f.valid_from <= $1 and (f.valid_to is null or f.valid_to > $1)
+             and (f.trust <> 'disputed')
+           order by f.valid_from, f.recorded_at`,
+          [validAt, recordedAt],
+        );
+        return rows.map(toFact);
+      });
+    },
+
+    async search(scope, query, options) {
+      await prepare();
+      return searchFacts(database, embedder, scope, query, options);
+    },
+
+    async recordUse(scope, factIds, reason, actor) {
+      const ids = factIds.filter(isUuid);
+      if (ids.length === 0) return 0;
+      return database.withScope(scope, async (tx) => {
+        const { rows } = await tx.query<FactRow>(
+          `update facts f set uses = f.uses + 1, last_used_at = now() where f.id = any($1) and f.trust = any($2) returning ${factColumns}`,
+          [ids, readableTrust],
+        );
+        for (const row of rows) await event(tx, actor, 'use', toFact(row), { reason });
+        return rows.length;
+      });
+    },
+
+    async export(scope, format) {
+      return database.withScope(scope, async (tx) => {
+        const { rows } = await tx.query<FactRow>(`select ${factColumns} from facts f order by f.recorded_at, f.id`);
+        return renderExport(tx.scope, rows.map(toFact), format);
+      });
+    },
+  };
+  return memory;
+}

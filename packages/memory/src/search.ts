@@ -1,0 +1,223 @@
+import type { Database, Scope, ScopedTransaction } from '@roster/db';
+import { RosterError } from '@roster/errors';
+import type { Embedder } from './embedders/index.js';
+import { parseVectorLiteral, toVectorLiteral, vectorExpression } from './embeddings.js';
+import { factColumns, toFact, type FactRow } from './rows.js';
+import { validateText } from './text.js';
+import { readableTrust, type Fact, type SearchResult, type Trust } from './types.js';
+
+export interface SearchOptions {
+  /** How many results at most (default 10). */
+  limit?: number;
+  /** Results stop before their estimated tokens exceed this (default 2,000). */
+  tokenBudget?: number;
+  /** `hybrid` (default) fuses both arms; the others run one arm, for measurement. */
+  mode?: 'hybrid' | 'full-text' | 'vector';
+  /** How many candidates each arm brings (default max(4 × limit, 40)). */
+  candidates?: number;
+  /** MMR trade-off between relevance (1) and diversity (0); default 0.75. */
+  diversity?: number;
+  /**
+   * Scopes with at most this many vectors are searched exactly (a scan of the
+   * scope, perfect recall); larger ones through HNSW with iterative scans.
+   */
+  exactBelow?: number;
+  /** The moment recency is measured from (default now). */
+  now?: Date;
+}
+
+/** Reciprocal-rank fusion constant (the usual 60). */
+const rrfK = 60;
+const trustWeights: Partial<Record<Trust, number>> = { verified: 1.2, active: 1, candidate: 0.75 };
+/** At most +15% for a fact recorded today, fading over about a month. */
+const recencyBoost = 0.15;
+const recencyDays = 30;
+
+/** Postgres full-text query matching any of the words, as people expect of a search box. */
+export function anyWordQuery(text: string): string | null {
+  const words = [...new Set(text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((word) => word.length > 0))].slice(0, 64);
+  if (words.length === 0) return null;
+  return words.map((word) => `'${word}'`).join(' | ');
+}
+
+export function estimateTokens(text: string): number {
+  return Math.ceil(text.length / 4) + 3;
+}
+
+interface ArmHit {
+  id: string;
+  rank: number;
+  value: number;
+}
+
+/**
+ * Hybrid retrieval inside one scope: full-text and vector arms, fused by
+ * reciprocal rank, weighted by trust and a bounded recency prior, diversified
+ * by MMR, cut to a token budget. Reading is not a use: nothing here changes
+ * `uses` or `last_used_at`.
+ */
+export async function searchFacts(database: Database, embedder: Embedder, scope: Scope, query: string, options: SearchOptions = {}): Promise<SearchResult[]> {
+  const text = validateText(query, 'query');
+  const limit = clamp(options.limit ?? 10, 1, 100);
+  const candidates = clamp(options.candidates ?? Math.max(limit * 4, 40), limit, 1000);
+  const mode = options.mode ?? 'hybrid';
+  const tokenBudget = options.tokenBudget ?? 2000;
+  const lambda = options.diversity ?? 0.75;
+  const now = options.now ?? new Date();
+
+  let queryVector: number[] | null = null;
+  if (mode !== 'full-text') {
+    try {
+      [queryVector = null] = (await embedder.embed([text])) as [number[]?];
+    } catch (error) {
+      // A remote embedder that is down leaves full-text search working.
+      if (mode === 'vector') throw error;
+      queryVector = null;
+    }
+  }
+
+  return database.withScope(scope, async (tx) => {
+    const fullText = mode === 'vector' ? [] : await fullTextArm(tx, text, candidates);
+    const vector =
+      queryVector === null ? [] : await vectorArm(tx, embedder, queryVector, candidates, options.exactBelow ?? 5000);
+    const ids = [...new Set([...fullText, ...vector].map((hit) => hit.id))];
+    if (ids.length === 0) return [];
+
+    const facts = await tx.query<FactRow>(`select ${factColumns} from facts f where f.id = any($1)`, [ids]);
+    const vectors = new Map<string, number[]>();
+    if (embedder.dimensions > 0) {
+      const stored = await tx.query<{ fact_id: string; embedding: string }>(
+        `select fact_id, embedding::text as embedding from fact_embeddings where model = $1 and fact_id = any($2)`,
+        [embedder.model, ids],
+      );
+      for (const row of stored.rows) vectors.set(row.fact_id, parseVectorLiteral(row.embedding));
+    }
+    const fullTextById = new Map(fullText.map((hit) => [hit.id, hit]));
+    const vectorById = new Map(vector.map((hit) => [hit.id, hit]));
+    const scored = facts.rows.map(toFact).map((fact) => {
+      const ft = fullTextById.get(fact.id);
+      const vec = vectorById.get(fact.id);
+      const fused = (ft === undefined ? 0 : 1 / (rrfK + ft.rank)) + (vec === undefined ? 0 : 1 / (rrfK + vec.rank));
+      const trustWeight = trustWeights[fact.trust] ?? 0;
+      const ageDays = Math.max(0, (now.getTime() - fact.recordedAt.getTime()) / 86_400_000);
+      const recencyWeight = 1 + recencyBoost * Math.exp(-ageDays / recencyDays);
+      return {
+        fact,
+        fullText: ft === undefined ? null : { rank: ft.rank, score: ft.value },
+        vector: vec === undefined ? null : { rank: vec.rank, distance: vec.value },
+        fused,
+        trustWeight,
+        recencyWeight,
+        relevance: fused * trustWeight * recencyWeight,
+      };
+    });
+    return diversify(scored, vectors, { limit, lambda, tokenBudget });
+  });
+}
+
+async function fullTextArm(tx: ScopedTransaction, text: string, candidates: number): Promise<ArmHit[]> {
+  const tsquery = anyWordQuery(text);
+  if (tsquery === null) return [];
+  const { rows } = await tx.query<{ id: string; score: number }>(
+    `select f.id, ts_rank_cd(f.search_vector, q.query) as score
+     from facts f, to_tsquery('english', $1) as q(query)
+     where f.search_vector @@ q.query and f.trust = any($2) and (f.valid_to is null or f.valid_to > now())
+     order by score desc, f.recorded_at desc
+     limit $3`,
+    [tsquery, readableTrust, candidates],
+  );
+  return rows.map((row, index) => ({ id: row.id, rank: index + 1, value: Number(row.score) }));
+}
+
+async function vectorArm(tx: ScopedTransaction, embedder: Embedder, queryVector: number[], candidates: number, exactBelow: number): Promise<ArmHit[]> {
+  const dimensions = queryVector.length;
+  if (dimensions !== embedder.dimensions || dimensions === 0) {
+    throw new RosterError('embedder_bad_response', `The query vector has ${dimensions} dimensions; the model ${embedder.model} stores ${embedder.dimensions}.`);
+  }
+  const expression = vectorExpression(dimensions);
+  const size = await tx.query<{ count: string }>(
+    `select count(*) as count from (select 1 from fact_embeddings fe where fe.model = $1 limit $2) s`,
+    [embedder.model, exactBelow + 1],
+  );
+  if (Number(size.rows[0]?.count ?? 0) <= exactBelow) {
+    // A small scope: scan it exactly rather than ask the graph.
+    await tx.query('set local enable_indexscan = off');
+  } else {
+    // HNSW filters after the index scan; iterative scans keep going until the
+    // scope filter has let enough rows through.
+    await tx.query(`select set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', $1, true)`, [
+      String(Math.min(Math.max(candidates, 40), 1000)),
+    ]);
+  }
+  const { rows } = await tx.query<{ id: string; distance: number }>(
+    `select fe.fact_id as id, ${expression} <=> $1::vector(${dimensions}) as distance
+     from fact_embeddings fe join facts f on f.id = fe.fact_id
+     where fe.model = $2 and f.trust = any($3) and (f.valid_to is null or f.valid_to > now())
+     order by ${expression} <=> $1::vector(${dimensions})
+     limit $4`,
+    [toVectorLiteral(queryVector), embedder.model, readableTrust, candidates],
+  );
+  await tx.query(`select set_config('enable_indexscan', 'on', true)`);
+  // relaxed_order may return neighbours slightly out of order.
+  const sorted = rows.map((row) => ({ id: row.id, distance: Number(row.distance) })).sort((a, b) => a.distance - b.distance);
+  return sorted.map((row, index) => ({ id: row.id, rank: index + 1, value: row.distance }));
+}
+
+interface Scored {
+  fact: Fact;
+  fullText: SearchResult['scores']['fullText'];
+  vector: SearchResult['scores']['vector'];
+  fused: number;
+  trustWeight: number;
+  recencyWeight: number;
+  relevance: number;
+}
+
+/** Maximal marginal relevance over the stored vectors, then the token budget. */
+function diversify(scored: Scored[], vectors: Map<string, number[]>, options: { limit: number; lambda: number; tokenBudget: number }): SearchResult[] {
+  const pool = scored.filter((item) => item.relevance > 0).sort((a, b) => b.relevance - a.relevance);
+  const top = pool[0]?.relevance ?? 1;
+  const chosen: SearchResult[] = [];
+  let tokens = 0;
+  while (pool.length > 0 && chosen.length < options.limit) {
+    let bestIndex = 0;
+    let bestScore = -Infinity;
+    pool.forEach((item, index) => {
+      const similarity = Math.max(0, ...chosen.map((picked) => cosine(vectors.get(item.fact.id), vectors.get(picked.fact.id))));
+      const score = options.lambda * (item.relevance / top) - (1 - options.lambda) * similarity;
+      if (score > bestScore) {
+        bestScore = score;
+        bestIndex = index;
+      }
+    });
+    const [item] = pool.splice(bestIndex, 1) as [Scored];
+    const cost = estimateTokens(item.fact.content ?? '');
+    if (tokens + cost > options.tokenBudget) continue;
+    tokens += cost;
+    chosen.push({
+      fact: item.fact,
+      tokens: cost,
+      scores: {
+        fullText: item.fullText,
+        vector: item.vector,
+        fused: item.fused,
+        trustWeight: item.trustWeight,
+        recencyWeight: item.recencyWeight,
+        relevance: item.relevance,
+        diversity: bestScore,
+      },
+    });
+  }
+  return chosen;
+}
+
+function cosine(a: number[] | undefined, b: number[] | undefined): number {
+  if (a === undefined || b === undefined || a.length !== b.length) return 0;
+  let dot = 0;
+  for (let index = 0; index < a.length; index += 1) dot += a[index]! * b[index]!;
+  return dot;
+}
+
+function clamp(value: number, min: number, max: number): number {
+  return Math.min(Math.max(Math.trunc(value), min), max);
+}

@@ -1,0 +1,79 @@
+/** Every trust state a fact can be in. Reads withhold the last five. */
+export const trustStates = ['candidate', 'active', 'verified', 'disputed', 'retracted', 'rejected', 'faded', 'forgotten'] as const;
+export type Trust = (typeof trustStates)[number];
+
+/** The states a read may return. */
+export const readableTrust: readonly Trust[] = ['candidate', 'active', 'verified'];
+
+/** Who made a change to memory. */
+export interface Actor {
+  kind: 'person' | 'agent' | 'job' | 'owner';
+  /** A person id, an agent name, a job name: kept for the audit log. */
+  id?: string;
+}
+
+/** Where a statement came from. */
+export interface Provenance {
+  actor: Actor;
+  /** The transcript messages the statement was drawn from. */
+  sourceMessageIds?: readonly string[];
+  channel?: string;
+  tool?: string;
+  /**
+   * The turn had read untrusted content (a web page, a file, tool output):
+   * what the model writes then starts as `candidate`.
+   */
+  untrusted?: boolean;
+  /**
+   * The person asked, in their own words, for this to be remembered. Only an
+   * explicit statement, by the same person, in a new message, lifts a tombstone.
+   */
+  explicit?: boolean;
+}
+
+/** One fact as reads return it. `content` is null once forgotten. */
+export interface Fact {
+  id: string;
+  agentId: string;
+  personId: string | null;
+  audience: 'private' | 'agent';
+  content: string | null;
+  category: string;
+  trust: Trust;
+  validFrom: Date;
+  validTo: Date | null;
+  recordedAt: Date;
+  supersededAt: Date | null;
+  supersededBy: string | null;
+  sourceMessageIds: string[];
+  actorKind: Actor['kind'];
+  actorId: string | null;
+  channel: string | null;
+  tool: string | null;
+  untrustedInput: boolean;
+  uses: number;
+  lastUsedAt: Date | null;
+}
+
+/** Why a search result was chosen, so a page can say it. */
+export interface SearchScores {
+  /** Rank and score in the full-text arm, when it matched. */
+  fullText: { rank: number; score: number } | null;
+  /** Rank and cosine distance in the vector arm, when it matched. */
+  vector: { rank: number; distance: number } | null;
+  /** Reciprocal-rank fusion of the two arms. */
+  fused: number;
+  trustWeight: number;
+  recencyWeight: number;
+  /** fused × trustWeight × recencyWeight. */
+  relevance: number;
+  /** The maximal-marginal-relevance score the result was picked with. */
+  diversity: number;
+}
+
+export interface SearchResult {
+  fact: Fact;
+  scores: SearchScores;
+  /** An estimate of the tokens the fact takes in a prompt. */
+  tokens: number;
+}
