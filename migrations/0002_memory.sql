@@ -22,10 +22,33 @@ create table fact_embeddings (
   person_id uuid,
   audience text not null check (audience in ('private', 'agent')),
   embedding vector not null,
+  -- Mirrors whether the fact is readable now (candidate, active or verified,
+  -- and still valid), so the vector arm searches one table and its HNSW
+  -- index can serve the scope filter with iterative scans.
+  searchable boolean not null default true,
   created_at timestamptz not null default now(),
   primary key (fact_id, model)
 );
 create index fact_embeddings_scope_idx on fact_embeddings (model, agent_id, person_id);
+
+-- Keep `searchable` in step with the fact. It runs as the owner: the change
+-- to the fact already passed that row's policies.
+create function roster_sync_embedding_searchable() returns trigger
+language plpgsql
+security definer
+set search_path = public, pg_temp
+as $$
+begin
+  if new.trust is distinct from old.trust or new.valid_to is distinct from old.valid_to then
+    update fact_embeddings
+      set searchable = (new.trust in ('candidate', 'active', 'verified') and new.valid_to is null)
+      where fact_id = new.id;
+  end if;
+  return new;
+end
+$$;
+create trigger facts_sync_embedding_searchable after update of trust, valid_to on facts
+  for each row execute function roster_sync_embedding_searchable();
 
 create table embedding_models (
   model text primary key,

@@ -166,7 +166,7 @@ describe('roster migrate, doctor and db serve', () => {
 
 describe('usage', () => {
   it('answers --help on every command with exit 0', async () => {
-    for (const command of [[], ['start'], ['server'], ['worker'], ['gateway'], ['migrate'], ['db', 'serve'], ['doctor']]) {
+    for (const command of [[], ['start'], ['server'], ['worker'], ['gateway'], ['migrate'], ['db', 'serve'], ['audit', 'verify'], ['doctor']]) {
       const result = await runRoster([...command, '--help'], {});
       expect(result.code, command.join(' ')).toBe(0);
       expect(result.stdout).toMatch(/Usage: roster/);

@@ -1,5 +1,6 @@
 import { describeEnvironment } from '@roster/config';
 import { ConfigError, RosterError, UsageError } from '@roster/errors';
+import { runAuditVerify } from './commands/audit.js';
 import { runDbServe } from './commands/db-serve.js';
 import { runDoctor } from './commands/doctor.js';
 import { runMigrate } from './commands/migrate.js';
@@ -65,6 +66,13 @@ const commands: Command[] = [
       'One connection at a time: the embedded database is a single session.',
     ],
     run: runDbServe,
+  },
+  {
+    path: ['audit', 'verify'],
+    usage: 'roster audit verify [--agent NAME] [--json]',
+    summary: 'Recompute the memory audit chains and name the first broken link.',
+    details: ['--agent NAME   check one agent only', 'Exits 1 when a chain is broken.'],
+    run: runAuditVerify,
   },
   {
     path: ['doctor'],

@@ -53,7 +53,7 @@ export interface ChainReport {
 export async function verifyAudit(database: Database, agentId?: string): Promise<ChainReport[]> {
   return database.adminScope('audit verify: recompute the memory event chains', async (tx) => {
     const { rows } = await tx.query<{ agent_id: string; events: string; broken_seq: string | null; broken_id: string | null; problem: string | null }>(
-      'select * from roster_verify_events($1)',
+      'select * from roster_verify_events($1::uuid)',
       [agentId ?? null],
     );
     return rows.map((row) => ({

@@ -49,7 +49,7 @@ export async function ensureEmbeddingModel(database: Database, model: string, di
     }
     if (dimensions <= maxIndexedDimensions) {
       await tx.query(
-        `create index if not exists ${indexName} on fact_embeddings using hnsw (${vectorExpression(dimensions, 'embedding')} vector_cosine_ops) where model = ${quoteLiteral(model)}`,
+        `create index if not exists ${indexName} on fact_embeddings using hnsw (${vectorExpression(dimensions, 'embedding')} vector_cosine_ops) where model = ${quoteLiteral(model)} and searchable`,
       );
     }
     await tx.query('insert into embedding_models (model, dimensions, index_name) values ($1, $2, $3)', [model, dimensions, indexName]);
@@ -68,9 +68,10 @@ export async function writeEmbedding(
   vector: readonly number[],
 ): Promise<void> {
   await tx.query(
-    `insert into fact_embeddings (fact_id, model, agent_id, person_id, audience, embedding)
-     values ($1, $2, $3, $4, $5, $6::vector)
-     on conflict (fact_id, model) do update set embedding = excluded.embedding, created_at = now()`,
+    `insert into fact_embeddings (fact_id, model, agent_id, person_id, audience, embedding, searchable)
+     select $1, $2, $3, $4, $5, $6::vector, (f.trust in ('candidate', 'active', 'verified') and f.valid_to is null)
+     from facts f where f.id = $1
+     on conflict (fact_id, model) do update set embedding = excluded.embedding, searchable = excluded.searchable, created_at = now()`,
     [fact.id, model, fact.agentId, fact.personId, fact.audience, toVectorLiteral(vector)],
   );
 }

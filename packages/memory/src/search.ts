@@ -94,7 +94,8 @@ export async function searchFacts(database: Database, embedder: Embedder, scope:
     }
     const fullTextById = new Map(fullText.map((hit) => [hit.id, hit]));
     const vectorById = new Map(vector.map((hit) => [hit.id, hit]));
-    const scored = facts.rows.map(toFact).map((fact) => {
+    const readable = facts.rows.map(toFact).filter((fact) => readableTrust.includes(fact.trust) && (fact.validTo === null || fact.validTo > now));
+    const scored = readable.map((fact) => {
       const ft = fullTextById.get(fact.id);
       const vec = vectorById.get(fact.id);
       const fused = (ft === undefined ? 0 : 1 / (rrfK + ft.rank)) + (vec === undefined ? 0 : 1 / (rrfK + vec.rank));
@@ -136,28 +137,31 @@ async function vectorArm(tx: ScopedTransaction, embedder: Embedder, queryVector:
   }
   const expression = vectorExpression(dimensions);
   const size = await tx.query<{ count: string }>(
-    `select count(*) as count from (select 1 from fact_embeddings fe where fe.model = $1 limit $2) s`,
+    `select count(*) as count from (select 1 from fact_embeddings fe where fe.model = $1 and fe.searchable limit $2) s`,
     [embedder.model, exactBelow + 1],
   );
   if (Number(size.rows[0]?.count ?? 0) <= exactBelow) {
     // A small scope: scan it exactly rather than ask the graph.
-    await tx.query('set local enable_indexscan = off');
+    await tx.query(`select set_config('enable_indexscan', 'off', true)`);
   } else {
     // HNSW filters after the index scan; iterative scans keep going until the
-    // scope filter has let enough rows through.
-    await tx.query(`select set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', $1, true)`, [
-      String(Math.min(Math.max(candidates, 40), 1000)),
-    ]);
+    // scope filter has let enough rows through. Sorting is discouraged so that
+    // the planner walks the graph instead of sorting the scope.
+    await tx.query(
+      `select set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', $1, true),
+              set_config('enable_sort', 'off', true)`,
+      [String(Math.min(Math.max(candidates, 40), 1000))],
+    );
   }
   const { rows } = await tx.query<{ id: string; distance: number }>(
     `select fe.fact_id as id, ${expression} <=> $1::vector(${dimensions}) as distance
-     from fact_embeddings fe join facts f on f.id = fe.fact_id
-     where fe.model = $2 and f.trust = any($3) and (f.valid_to is null or f.valid_to > now())
+     from fact_embeddings fe
+     where fe.model = $2 and fe.searchable
      order by ${expression} <=> $1::vector(${dimensions})
-     limit $4`,
-    [toVectorLiteral(queryVector), embedder.model, readableTrust, candidates],
+     limit $3`,
+    [toVectorLiteral(queryVector), embedder.model, candidates],
   );
-  await tx.query(`select set_config('enable_indexscan', 'on', true)`);
+  await tx.query(`select set_config('enable_indexscan', 'on', true), set_config('enable_sort', 'on', true)`);
   // relaxed_order may return neighbours slightly out of order.
   const sorted = rows.map((row) => ({ id: row.id, distance: Number(row.distance) })).sort((a, b) => a.distance - b.distance);
   return sorted.map((row, index) => ({ id: row.id, rank: index + 1, value: row.distance }));

@@ -1,0 +1,117 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createHashingEmbedder, createOpenAICompatibleEmbedder } from './embedders/index.js';
+import { toVectorLiteral } from './embeddings.js';
+import { createMemory } from './memory.js';
+import { memoryFixture, saidBy, type MemoryFixture } from './testing/fixture.js';
+import { contentHash } from './text.js';
+
+let f: MemoryFixture;
+beforeEach(async () => {
+  f = await memoryFixture();
+});
+afterEach(async () => {
+  await f?.cleanup();
+});
+
+const words = ['harbour', 'violin', 'garden', 'ferry', 'lemon', 'glacier', 'lantern', 'copper', 'meadow', 'falcon', 'orchard', 'canyon', 'pepper', 'marble', 'willow', 'anchor'];
+
+/** Deterministic pseudo-random sentences, so that the test data is the same on every run. */
+function sentences(count: number, seed: number): string[] {
+  let state = seed;
+  const next = () => {
+    state = (state * 1_103_515_245 + 12_345) % 2_147_483_648;
+    return state;
+  };
+  return Array.from({ length: count }, (_, index) => {
+    const picked = Array.from({ length: 5 }, () => words[next() % words.length]);
+    return `${picked.join(' ')} note ${index}`;
+  });
+}
+
+describe('vector search under a scope filter', () => {
+  it('returns the full number of neighbours through HNSW, as exact search does', async () => {
+    const embedder = createHashingEmbedder();
+    // Ten agents' worth of vectors; the queried scope holds a tenth of them.
+    const agents = await f.database.adminScope('test: more agents', async (tx) => {
+      const { rows } = await tx.query<{ id: string }>(
+        `insert into agents (name, job) select 'Agent' || g, 'filler' from generate_series(1, 8) g returning id`,
+      );
+      return [f.agents.scout, f.agents.coder, ...rows.map((row) => row.id)];
+    });
+    const texts = sentences(3000, 7);
+    const vectors = await embedder.embed(texts);
+    await f.database.adminScope('test: bulk load facts and vectors', async (tx) => {
+      for (let start = 0; start < texts.length; start += 300) {
+        const values: unknown[] = [];
+        const rows: string[] = [];
+        for (let index = start; index < start + 300; index += 1) {
+          const agent = agents[index % agents.length]!;
+          const base = values.length;
+          rows.push(`($${base + 1}::uuid, $${base + 2}::uuid, 'private', $${base + 3}, $${base + 4}, $${base + 5}::vector)`);
+          values.push(agent, f.people.ada, texts[index], contentHash(texts[index]!), toVectorLiteral(vectors[index]!));
+        }
+        await tx.query(
+          `with inserted as (
+             insert into facts (agent_id, person_id, audience, content, content_hash)
+             select a, p, au, c, h from (values ${rows.join(', ')}) v(a, p, au, c, h, e) returning id, agent_id, person_id, content
+           )
+           insert into fact_embeddings (fact_id, model, agent_id, person_id, audience, embedding)
+           select i.id, '${embedder.model}', i.agent_id, i.person_id, 'private', v.e
+           from inserted i join (values ${rows.join(', ')}) v(a, p, au, c, h, e) on v.c = i.content`,
+          values,
+        );
+      }
+      await tx.query('analyze fact_embeddings');
+    });
+    const scope = f.dm('scout', 'ada');
+    let overlap = 0;
+    const queries = sentences(20, 99).map((text) => text.replace(/ note \d+$/, ''));
+    for (const query of queries) {
+      const viaIndex = await f.memory.search(scope, query, { mode: 'vector', limit: 10, exactBelow: 0 });
+      const exact = await f.memory.search(scope, query, { mode: 'vector', limit: 10, exactBelow: 1_000_000 });
+      expect(viaIndex).toHaveLength(10);
+      expect(exact).toHaveLength(10);
+      for (const result of viaIndex) expect(result.fact.agentId).toBe(f.agents.scout);
+      const exactIds = new Set(exact.map((result) => result.fact.id));
+      overlap += viaIndex.filter((result) => exactIds.has(result.fact.id)).length;
+    }
+    expect(overlap / (queries.length * 10)).toBeGreaterThanOrEqual(0.9);
+  });
+});
+
+describe('a remote embedder', () => {
+  it('leaves the vector to a job, and the fact is found by full text at once, even with the embedder down', async () => {
+    const requests: string[] = [];
+    const server = http.createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk) => (body += chunk));
+      request.on('end', () => {
+        requests.push(body);
+        const input = (JSON.parse(body) as { input: string[] }).input;
+        response.setHeader('content-type', 'application/json');
+        response.end(JSON.stringify({ data: input.map((_, index) => ({ index, embedding: Array.from({ length: 8 }, (_, i) => (i === index % 8 ? 1 : 0)) })) }));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    const embedder = createOpenAICompatibleEmbedder({ baseUrl: `http://127.0.0.1:${port}/v1`, model: 'tiny', dimensions: 8 });
+    const memory = createMemory({ database: f.database, embedder });
+    const scope = f.dm('scout', 'ada');
+
+    const { fact } = await memory.remember(scope, { content: 'Ada keeps bees on the roof', provenance: saidBy(f.people.ada) });
+
+    const state = await f.database.adminScope('test: read outbox and vectors', async (tx) => ({
+      outbox: (await tx.query<{ queue: string; payload: { factId: string } }>('select queue, payload from outbox')).rows,
+      vectors: Number((await tx.query<{ n: string }>('select count(*) as n from fact_embeddings')).rows[0]!.n),
+    }));
+    expect(state).toEqual({ outbox: [{ queue: 'embed', payload: { factId: fact.id, model: embedder.model } }], vectors: 0 });
+    expect(requests).toHaveLength(0);
+
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    const results = await memory.search(scope, 'bees');
+    expect(results.map((result) => result.fact.id)).toEqual([fact.id]);
+    expect(results[0]!.scores.vector).toBeNull();
+  });
+});
