@@ -1,6 +1,9 @@
 import { describeEnvironment } from '@roster/config';
 import { ConfigError, RosterError, UsageError } from '@roster/errors';
+import { runAgentAdd, runAgentArchive, runAgentList, runPersonAdd, runPersonLinkCode } from './commands/agents.js';
 import { runAuditVerify } from './commands/audit.js';
+import { runChat } from './commands/chat.js';
+import { runMemoryForget, runMemoryHistory, runMemoryList } from './commands/memory.js';
 import { runDbServe } from './commands/db-serve.js';
 import { runDoctor } from './commands/doctor.js';
 import { runMigrate } from './commands/migrate.js';
@@ -66,6 +69,69 @@ const commands: Command[] = [
       'One connection at a time: the embedded database is a single session.',
     ],
     run: runDbServe,
+  },
+  {
+    path: ['agent', 'add'],
+    usage: 'roster agent add --name N --job "…" [--engine E] [--instructions "…"]',
+    summary: 'Add an agent: a name, a job sentence, an engine (ROSTER_ENGINE by default).',
+    details: ['Engines: offline, openai:<model>, anthropic:<model>, openai-compatible:<base-url>#<model>.'],
+    run: runAgentAdd,
+  },
+  {
+    path: ['agent', 'list'],
+    usage: 'roster agent list [--json] [--all]',
+    summary: 'List the agents (--all includes archived ones).',
+    details: [],
+    run: runAgentList,
+  },
+  {
+    path: ['agent', 'archive'],
+    usage: 'roster agent archive NAME',
+    summary: 'Archive an agent; its memory is kept.',
+    details: [],
+    run: runAgentArchive,
+  },
+  {
+    path: ['person', 'add'],
+    usage: 'roster person add NAME [--role owner|member|guest]',
+    summary: 'Add a person agents can remember things about.',
+    details: [],
+    run: runPersonAdd,
+  },
+  {
+    path: ['person', 'link-code'],
+    usage: 'roster person link-code NAME',
+    summary: 'A single-use code (one hour) that ties a channel handle to the person.',
+    details: ['The person sends /link CODE from Telegram, Discord, Slack or WhatsApp.'],
+    run: runPersonLinkCode,
+  },
+  {
+    path: ['chat'],
+    usage: 'roster chat --agent N [--as PERSON] [--team] [--json] ["message"]',
+    summary: 'One turn with an agent (or every agent with --team); without a message, an interactive session.',
+    details: ['--as PERSON   talk as this person (default: the owner)', '--json        print { "replies": [{ "agent", "text", "toolCalls" }] }'],
+    run: (args, io) => runChat(args, io),
+  },
+  {
+    path: ['memory', 'list'],
+    usage: 'roster memory list --agent N [--person P] [--json]',
+    summary: "What an agent remembers about a person (or, without --person, its agent-wide knowledge).",
+    details: [],
+    run: runMemoryList,
+  },
+  {
+    path: ['memory', 'forget'],
+    usage: 'roster memory forget --agent N --fact ID',
+    summary: 'Forget a fact for good: its words are erased everywhere; a tombstone keeps it from coming back.',
+    details: [],
+    run: runMemoryForget,
+  },
+  {
+    path: ['memory', 'history'],
+    usage: 'roster memory history --agent N --fact ID [--json]',
+    summary: 'The versions of a fact: what it replaced and what replaced it.',
+    details: [],
+    run: runMemoryHistory,
   },
   {
     path: ['audit', 'verify'],

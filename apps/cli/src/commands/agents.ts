@@ -1,0 +1,87 @@
+import { UsageError } from '@roster/errors';
+import type { CommandIo } from '../io.js';
+import { exitCode } from '../io.js';
+import { parseCommand } from '../parse.js';
+import { openRoster } from './roster-runtime.js';
+
+export async function runAgentAdd(args: string[], io: CommandIo): Promise<number> {
+  const { values } = parseCommand(args, { name: { type: 'string' }, job: { type: 'string' }, engine: { type: 'string' }, instructions: { type: 'string' }, json: { type: 'boolean' } });
+  if (typeof values.name !== 'string' || typeof values.job !== 'string') throw new UsageError('--name and --job are required.');
+  const { database, roster, config } = await openRoster(io);
+  try {
+    const engine = typeof values.engine === 'string' ? values.engine : config.ROSTER_ENGINE;
+    // Refuse an engine that cannot be made (unknown form, missing key) before storing the agent.
+    roster.engineFor({ id: 'check', name: values.name, job: values.job, instructions: '', engine, status: 'active', createdAt: new Date() });
+    const agent = await roster.core.directory.addAgent({
+      name: values.name,
+      job: values.job,
+      engine,
+      ...(typeof values.instructions === 'string' ? { instructions: values.instructions } : {}),
+    });
+    io.out(values.json === true ? JSON.stringify(agent) : `Added ${agent.name} (${agent.engine}): ${agent.job}`);
+    return exitCode.ok;
+  } finally {
+    await database.close();
+  }
+}
+
+export async function runAgentList(args: string[], io: CommandIo): Promise<number> {
+  const { values } = parseCommand(args, { json: { type: 'boolean' }, all: { type: 'boolean' } });
+  const { database, roster } = await openRoster(io);
+  try {
+    const agents = await roster.core.directory.listAgents({ includeArchived: values.all === true });
+    if (values.json === true) io.out(JSON.stringify(agents.map(({ id, name, job, engine, status }) => ({ id, name, job, engine, status }))));
+    else if (agents.length === 0) io.out('No agents yet. Add one: roster agent add --name Scout --job "finds things"');
+    else {
+      const width = Math.max(...agents.map((agent) => agent.name.length));
+      for (const agent of agents) io.out(`${agent.name.padEnd(width)}  ${agent.engine}  ${agent.status === 'archived' ? '(archived) ' : ''}${agent.job}`);
+    }
+    return exitCode.ok;
+  } finally {
+    await database.close();
+  }
+}
+
+export async function runAgentArchive(args: string[], io: CommandIo): Promise<number> {
+  const { positionals } = parseCommand(args, {}, true);
+  if (positionals.length !== 1) throw new UsageError('Name one agent to archive.');
+  const { database, roster } = await openRoster(io);
+  try {
+    const agent = await roster.core.directory.archiveAgent(positionals[0]!);
+    io.out(`Archived ${agent.name}. Its memory is kept until a confirmed purge.`);
+    return exitCode.ok;
+  } finally {
+    await database.close();
+  }
+}
+
+export async function runPersonAdd(args: string[], io: CommandIo): Promise<number> {
+  const { values, positionals } = parseCommand(args, { role: { type: 'string' }, json: { type: 'boolean' } }, true);
+  if (positionals.length !== 1) throw new UsageError('Give one name: roster person add Ada [--role member].');
+  const { database, roster } = await openRoster(io);
+  try {
+    const person = await roster.core.directory.addPerson({
+      name: positionals[0]!,
+      ...(typeof values.role === 'string' ? { role: values.role as 'owner' | 'member' | 'guest' } : {}),
+    });
+    io.out(values.json === true ? JSON.stringify(person) : `Added ${person.name} (${person.role}).`);
+    return exitCode.ok;
+  } finally {
+    await database.close();
+  }
+}
+
+export async function runPersonLinkCode(args: string[], io: CommandIo): Promise<number> {
+  const { positionals } = parseCommand(args, {}, true);
+  if (positionals.length !== 1) throw new UsageError('Give the person: roster person link-code Ada.');
+  const { database, roster } = await openRoster(io);
+  try {
+    const person = await roster.core.directory.personByName(positionals[0]!);
+    const { code, expiresAt } = await roster.core.directory.createLinkCode(person.id);
+    io.out(code);
+    io.err(`${person.name} sends "/link ${code}" from the new channel before ${expiresAt.toISOString()}; the code works once.`);
+    return exitCode.ok;
+  } finally {
+    await database.close();
+  }
+}

@@ -1,0 +1,82 @@
+import type { Scope } from '@roster/db';
+import { RosterError, UsageError } from '@roster/errors';
+import type { CommandIo } from '../io.js';
+import { exitCode } from '../io.js';
+import { parseCommand } from '../parse.js';
+import { openRoster } from './roster-runtime.js';
+
+const owner = { actor: { kind: 'owner' as const, id: 'cli' }, channel: 'cli' };
+
+/** The scope of the memory an owner's command reads: one person's, or the agent-wide one. */
+async function scopeFor(roster: Awaited<ReturnType<typeof openRoster>>['roster'], agentName: string, personName: string | undefined): Promise<Scope> {
+  const agent = await roster.core.directory.agentByName(agentName);
+  if (personName === undefined) return { agentId: agent.id, personId: null, audience: 'agent' };
+  const person = await roster.core.directory.personByName(personName);
+  return { agentId: agent.id, personId: person.id, audience: 'private' };
+}
+
+/** The scope a fact lives in, found by the owner's tool; an id of another agent is not found. */
+async function scopeOfFact(context: Awaited<ReturnType<typeof openRoster>>, agentName: string, factId: string): Promise<Scope> {
+  const agent = await context.roster.core.directory.agentByName(agentName);
+  const personId = await context.database.adminScope('owner: find the scope of a fact', async (tx) => {
+    const { rows } = await tx.query<{ person_id: string | null }>(
+      `select person_id from facts where id::text = $1 and agent_id = $2`,
+      [factId, agent.id],
+    );
+    if (rows[0] === undefined) throw new RosterError('fact_not_found', `${agent.name} has no fact ${factId}.`);
+    return rows[0].person_id;
+  });
+  return personId === null ? { agentId: agent.id, personId: null, audience: 'agent' } : { agentId: agent.id, personId, audience: 'private' };
+}
+
+export async function runMemoryList(args: string[], io: CommandIo): Promise<number> {
+  const { values } = parseCommand(args, { agent: { type: 'string' }, person: { type: 'string' }, json: { type: 'boolean' } });
+  if (typeof values.agent !== 'string') throw new UsageError('--agent is required.');
+  const context = await openRoster(io);
+  try {
+    const scope = await scopeFor(context.roster, values.agent, typeof values.person === 'string' ? values.person : undefined);
+    const facts = await context.roster.memory.list(scope);
+    if (values.json === true) {
+      io.out(JSON.stringify(facts.map((fact) => ({ id: fact.id, content: fact.content, trust: fact.trust, category: fact.category, audience: fact.audience, validFrom: fact.validFrom, recordedAt: fact.recordedAt }))));
+    } else if (facts.length === 0) io.out('Nothing remembered here yet.');
+    else for (const fact of facts) io.out(`${fact.id}  ${fact.trust.padEnd(9)}  ${fact.content}`);
+    return exitCode.ok;
+  } finally {
+    await context.database.close();
+  }
+}
+
+export async function runMemoryForget(args: string[], io: CommandIo): Promise<number> {
+  const { values } = parseCommand(args, { agent: { type: 'string' }, fact: { type: 'string' } });
+  if (typeof values.agent !== 'string' || typeof values.fact !== 'string') throw new UsageError('--agent and --fact are required.');
+  const context = await openRoster(io);
+  try {
+    const scope = await scopeOfFact(context, values.agent, values.fact);
+    const result = await context.roster.memory.forget(scope, values.fact, owner);
+    io.out(`Forgotten. ${result.messagesErased} message${result.messagesErased === 1 ? '' : 's'} erased with it; only a hash is kept, so it is not learned again by itself.`);
+    return exitCode.ok;
+  } finally {
+    await context.database.close();
+  }
+}
+
+export async function runMemoryHistory(args: string[], io: CommandIo): Promise<number> {
+  const { values } = parseCommand(args, { agent: { type: 'string' }, fact: { type: 'string' }, json: { type: 'boolean' } });
+  if (typeof values.agent !== 'string' || typeof values.fact !== 'string') throw new UsageError('--agent and --fact are required.');
+  const context = await openRoster(io);
+  try {
+    const scope = await scopeOfFact(context, values.agent, values.fact);
+    const history = await context.roster.memory.history(scope, values.fact);
+    if (values.json === true) {
+      io.out(JSON.stringify(history.map((entry) => ({ relation: entry.relation, id: entry.fact.id, content: entry.fact.content, trust: entry.fact.trust, validFrom: entry.fact.validFrom, validTo: entry.fact.validTo, recordedAt: entry.fact.recordedAt }))));
+    } else {
+      for (const entry of history) {
+        const validity = `${entry.fact.validFrom.toISOString()} → ${entry.fact.validTo?.toISOString() ?? 'now'}`;
+        io.out(`${entry.relation.padEnd(7)} ${entry.fact.trust.padEnd(9)} ${validity}  ${entry.fact.content ?? '[forgotten]'}`);
+      }
+    }
+    return exitCode.ok;
+  } finally {
+    await context.database.close();
+  }
+}

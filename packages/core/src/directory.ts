@@ -1,0 +1,220 @@
+import { randomInt } from 'node:crypto';
+import type { Database, Transaction } from '@roster/db';
+import { RosterError } from '@roster/errors';
+import { InvalidInputError, NotFoundError } from './errors.js';
+
+export interface Agent {
+  id: string;
+  name: string;
+  job: string;
+  instructions: string;
+  engine: string;
+  status: 'active' | 'archived';
+  createdAt: Date;
+}
+
+export interface Person {
+  id: string;
+  name: string;
+  role: 'owner' | 'member' | 'guest';
+}
+
+export type Channel = 'web' | 'cli' | 'telegram' | 'discord' | 'slack' | 'whatsapp';
+
+interface AgentRow {
+  id: string;
+  name: string;
+  job: string;
+  instructions: string;
+  engine: string;
+  status: 'active' | 'archived';
+  created_at: Date;
+}
+
+const toAgent = (row: AgentRow): Agent => ({
+  id: row.id,
+  name: row.name,
+  job: row.job,
+  instructions: row.instructions,
+  engine: row.engine,
+  status: row.status,
+  createdAt: row.created_at,
+});
+
+const agentNamePattern = /^[A-Za-z][A-Za-z0-9_-]{0,39}$/;
+/** Link codes avoid letters and digits that read alike (0/O, 1/I). */
+const linkAlphabet = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
+export const linkCodeLifetimeMs = 60 * 60 * 1000;
+export const maxPendingLinkCodes = 3;
+
+/**
+ * Agents, people and identities: the owner's own tools. Every call runs in a
+ * named admin scope, because these tables route conversations, not memory.
+ */
+export interface Directory {
+  addAgent(input: { name: string; job: string; engine?: string; instructions?: string }): Promise<Agent>;
+  listAgents(options?: { includeArchived?: boolean }): Promise<Agent[]>;
+  agentByName(name: string): Promise<Agent>;
+  agentById(id: string): Promise<Agent>;
+  archiveAgent(name: string): Promise<Agent>;
+  addPerson(input: { name: string; role?: Person['role'] }): Promise<Person>;
+  listPeople(): Promise<Person[]>;
+  personByName(name: string): Promise<Person>;
+  /** The person behind a channel handle, or null for a stranger. */
+  personByIdentity(channel: Channel, externalId: string): Promise<Person | null>;
+  /** Tie a handle to a person directly (the owner's tool); a handle tied to someone else is refused. */
+  linkIdentity(personId: string, channel: Channel, externalId: string, displayName?: string): Promise<void>;
+  /** A new single-use code (8 characters, one hour); at most three pending per person. */
+  createLinkCode(personId: string): Promise<{ code: string; expiresAt: Date }>;
+  /** Redeem a code from a channel handle; returns the person it now belongs to. */
+  redeemLinkCode(code: string, channel: Channel, externalId: string, displayName?: string): Promise<Person>;
+}
+
+export function createDirectory(database: Database, options: { defaultEngine?: string } = {}): Directory {
+  const defaultEngine = options.defaultEngine ?? 'offline';
+
+  async function findAgent(tx: Transaction, name: string): Promise<Agent> {
+    const { rows } = await tx.query<AgentRow>('select * from agents where lower(name) = lower($1)', [name]);
+    if (rows[0] === undefined) throw new NotFoundError('agent_not_found', `No agent named ${JSON.stringify(name)}. roster agent list shows them.`);
+    return toAgent(rows[0]);
+  }
+
+  async function findPerson(tx: Transaction, name: string): Promise<Person> {
+    const { rows } = await tx.query<Person>('select id, name, role from people where lower(name) = lower($1)', [name]);
+    if (rows[0] === undefined) throw new NotFoundError('person_not_found', `No person named ${JSON.stringify(name)}. roster person add ${name} adds one.`);
+    return rows[0];
+  }
+
+  async function tieIdentity(tx: Transaction, personId: string, channel: Channel, externalId: string, displayName?: string): Promise<string> {
+    const existing = await tx.query<{ id: string; person_id: string }>('select id, person_id from identities where channel = $1 and external_id = $2', [channel, externalId]);
+    const row = existing.rows[0];
+    if (row !== undefined) {
+      if (row.person_id !== personId) {
+        throw new RosterError('identity_taken', `That ${channel} handle already belongs to someone else; people are never merged silently. The owner can unlink it first.`);
+      }
+      return row.id;
+    }
+    const { rows } = await tx.query<{ id: string }>(
+      'insert into identities (person_id, channel, external_id, display_name) values ($1, $2, $3, $4) returning id',
+      [personId, channel, externalId, displayName ?? null],
+    );
+    return rows[0]!.id;
+  }
+
+  return {
+    async addAgent(input) {
+      const name = input.name.trim();
+      if (!agentNamePattern.test(name)) {
+        throw new InvalidInputError(`An agent's name is a letter then up to 39 letters, digits, - or _ (like Scout or code-helper), got ${JSON.stringify(input.name)}.`);
+      }
+      const job = input.job.trim();
+      if (job.length === 0 || job.length > 500) throw new InvalidInputError('An agent needs a job sentence of 1 to 500 characters, like "finds and checks sources".');
+      return database.adminScope('owner: add an agent', async (tx) => {
+        const taken = await tx.query('select 1 from agents where lower(name) = lower($1)', [name]);
+        if (taken.rows.length > 0) throw new RosterError('agent_exists', `An agent named ${name} already exists.`);
+        const { rows } = await tx.query<AgentRow>(
+          'insert into agents (name, job, engine, instructions) values ($1, $2, $3, $4) returning *',
+          [name, job, input.engine ?? defaultEngine, input.instructions ?? ''],
+        );
+        return toAgent(rows[0]!);
+      });
+    },
+
+    async listAgents(options = {}) {
+      return database.adminScope('owner: list agents', async (tx) => {
+        const { rows } = await tx.query<AgentRow>(
+          `select * from agents where $1 or status = 'active' order by lower(name)`,
+          [options.includeArchived === true],
+        );
+        return rows.map(toAgent);
+      });
+    },
+
+    agentByName: (name) => database.adminScope('owner: find an agent', (tx) => findAgent(tx, name)),
+
+    async agentById(id) {
+      return database.adminScope('core: load an agent', async (tx) => {
+        const { rows } = await tx.query<AgentRow>('select * from agents where id = $1', [id]);
+        if (rows[0] === undefined) throw new NotFoundError('agent_not_found', `No agent ${id}.`);
+        return toAgent(rows[0]);
+      });
+    },
+
+    async archiveAgent(name) {
+      return database.adminScope('owner: archive an agent', async (tx) => {
+        const agent = await findAgent(tx, name);
+        const { rows } = await tx.query<AgentRow>(`update agents set status = 'archived', updated_at = now() where id = $1 returning *`, [agent.id]);
+        return toAgent(rows[0]!);
+      });
+    },
+
+    async addPerson(input) {
+      const name = input.name.trim();
+      if (name.length === 0 || name.length > 80 || /[\u0000-\u001f]/.test(name)) {
+        throw new InvalidInputError('A person needs a name of 1 to 80 printable characters.');
+      }
+      const role = input.role ?? 'member';
+      if (!['owner', 'member', 'guest'].includes(role)) throw new InvalidInputError(`A role is owner, member or guest, got ${JSON.stringify(role)}.`);
+      return database.adminScope('owner: add a person', async (tx) => {
+        const taken = await tx.query('select 1 from people where lower(name) = lower($1)', [name]);
+        if (taken.rows.length > 0) throw new RosterError('person_exists', `A person named ${name} already exists.`);
+        const { rows } = await tx.query<Person>('insert into people (name, role) values ($1, $2) returning id, name, role', [name, role]);
+        return rows[0]!;
+      });
+    },
+
+    listPeople: () =>
+      database.adminScope('owner: list people', async (tx) => (await tx.query<Person>('select id, name, role from people order by lower(name)')).rows),
+
+    personByName: (name) => database.adminScope('owner: find a person', (tx) => findPerson(tx, name)),
+
+    async personByIdentity(channel, externalId) {
+      return database.adminScope('core: resolve a sender', async (tx) => {
+        const { rows } = await tx.query<Person>(
+          `select p.id, p.name, p.role from identities i join people p on p.id = i.person_id where i.channel = $1 and i.external_id = $2`,
+          [channel, externalId],
+        );
+        return rows[0] ?? null;
+      });
+    },
+
+    async linkIdentity(personId, channel, externalId, displayName) {
+      await database.adminScope('owner: link a channel identity', (tx) => tieIdentity(tx, personId, channel, externalId, displayName));
+    },
+
+    async createLinkCode(personId) {
+      return database.adminScope('owner: create a link code', async (tx) => {
+        await tx.query('select pg_advisory_xact_lock(hashtextextended($1, 0))', [`roster.link_codes:${personId}`]);
+        const pending = await tx.query<{ n: string }>(
+          'select count(*) as n from link_codes where person_id = $1 and used_at is null and expires_at > now()',
+          [personId],
+        );
+        if (Number(pending.rows[0]!.n) >= maxPendingLinkCodes) {
+          throw new RosterError('link_codes_exhausted', `There are already ${maxPendingLinkCodes} unused link codes for this person; use one or wait an hour.`);
+        }
+        const code = Array.from({ length: 8 }, () => linkAlphabet[randomInt(linkAlphabet.length)]).join('');
+        const expiresAt = new Date(Date.now() + linkCodeLifetimeMs);
+        await tx.query('insert into link_codes (code, person_id, expires_at) values ($1, $2, $3)', [code, personId, expiresAt]);
+        return { code, expiresAt };
+      });
+    },
+
+    async redeemLinkCode(code, channel, externalId, displayName) {
+      const normalized = code.trim().toUpperCase();
+      return database.adminScope('core: redeem a link code', async (tx) => {
+        const { rows } = await tx.query<{ person_id: string; expires_at: Date; used_at: Date | null }>(
+          'select person_id, expires_at, used_at from link_codes where code = $1 for update',
+          [normalized],
+        );
+        const row = rows[0];
+        if (row === undefined || row.used_at !== null || row.expires_at <= new Date()) {
+          throw new RosterError('link_code_invalid', 'That link code is unknown, used or expired. Ask the owner for a new one.');
+        }
+        const identityId = await tieIdentity(tx, row.person_id, channel, externalId, displayName);
+        await tx.query('update link_codes set used_at = now(), used_by_identity = $2 where code = $1', [normalized, identityId]);
+        const person = await tx.query<Person>('select id, name, role from people where id = $1', [row.person_id]);
+        return person.rows[0]!;
+      });
+    },
+  };
+}

@@ -1,0 +1,71 @@
+import type { SearchResult } from '@roster/memory';
+import type { Agent, Person } from './directory.js';
+import type { EngineMessage } from './engine.js';
+
+/** Fixed guidance on the memory tools; part of the cacheable prefix. */
+const toolGuidance = `How you use memory:
+- remember: store what the person tells you about themselves, in their words.
+- recall: look up what you know before answering questions about the person or the past.
+- correct: when the person says something you know was wrong, replace it; update: when it changed.
+- forget: when the person asks you to forget something, find it with recall and forget it.
+- feedback: record the person's rating of your answer. propose_lesson: suggest a rule for yourself; a person must approve it.
+- ask_agent: ask a colleague; it shares only general knowledge, never what other people told it.
+Never reveal one person's memories to another. Facts marked (unconfirmed) may be wrong.`;
+
+/**
+ * The stable prefix: persona, job, instructions, tool guidance, active lessons.
+ * Nothing in it changes from turn to turn (no time, no person, no memory), so
+ * a provider's prompt cache holds until a lesson or the agent itself changes.
+ */
+export function systemPrefix(agent: Agent, lessons: readonly string[], withTools: boolean): string {
+  const parts = [`You are ${agent.name}, an agent in a Roster wallet. Your job: ${agent.job}`];
+  if (agent.instructions.trim() !== '') parts.push(agent.instructions.trim());
+  parts.push(withTools ? toolGuidance : 'You have no memory in this conversation: you do not know who is writing, and you keep nothing.');
+  if (lessons.length > 0) parts.push(['Lessons people approved for you:', ...lessons.map((lesson) => `- ${lesson}`)].join('\n'));
+  return parts.join('\n\n');
+}
+
+/** The memory block of one turn: who is talking and the facts retrieved for this message. */
+export function memoryBlock(options: { person: Person | null; channel: string; kind: 'dm' | 'group'; facts: readonly SearchResult[] }): string {
+  const lines = [
+    options.person === null
+      ? `An unknown sender is writing on ${options.channel}.`
+      : `You are talking with ${options.person.name} on ${options.channel}${options.kind === 'group' ? ', in a group (private facts are withheld)' : ''}.`,
+  ];
+  if (options.facts.length > 0) {
+    lines.push('What you remember that may be relevant (most relevant first):');
+    for (const result of options.facts) {
+      lines.push(`- ${result.fact.content}${result.fact.trust === 'candidate' ? ' (unconfirmed)' : ''}`);
+    }
+  }
+  return lines.join('\n');
+}
+
+export interface StoredMessage {
+  role: 'person' | 'agent' | 'system' | 'tool';
+  content: string;
+  personName: string | null;
+  agentId: string | null;
+  agentName: string | null;
+}
+
+/**
+ * Recent history as the engine sees it, oldest first, within a token budget.
+ * Other agents' replies (team mode) and other people's messages (groups) are
+ * shown as user turns with the speaker's name.
+ */
+export function historyMessages(messages: readonly StoredMessage[], agentId: string, tokenBudget: number): EngineMessage[] {
+  const chosen: EngineMessage[] = [];
+  let tokens = 0;
+  for (const message of [...messages].reverse()) {
+    if (message.content === '') continue;
+    const own = message.role === 'agent' && message.agentId === agentId;
+    const speaker = message.role === 'agent' ? message.agentName ?? 'agent' : message.personName ?? 'someone';
+    const text = own ? message.content : `${speaker}: ${message.content}`;
+    const cost = Math.ceil(text.length / 4) + 4;
+    if (tokens + cost > tokenBudget) break;
+    tokens += cost;
+    chosen.push({ role: own ? 'assistant' : 'user', content: text });
+  }
+  return chosen.reverse();
+}

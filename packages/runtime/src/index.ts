@@ -1,0 +1,76 @@
+import type { Config, Logger } from '@roster/config';
+import { createCore, type Agent, type Core, type Engine } from '@roster/core';
+import type { Database } from '@roster/db';
+import { createEngine, createOfflineEngine } from '@roster/engines';
+import { RosterError } from '@roster/errors';
+import { createMemory, parseEmbedderReference, type Embedder, type Memory } from '@roster/memory';
+
+export type RuntimeConfig = Pick<
+  Config,
+  'ROSTER_EMBEDDER' | 'PRIVACY' | 'OPENAI_API_KEY' | 'OPENAI_BASE_URL' | 'ANTHROPIC_API_KEY' | 'OLLAMA_URL'
+>;
+
+/** Everything a process needs to hold conversations. */
+export interface Runtime {
+  embedder: Embedder;
+  memory: Memory;
+  core: Core;
+  engineFor(agent: Agent): Engine;
+}
+
+export interface RuntimeOptions {
+  config: RuntimeConfig;
+  database: Database;
+  logger?: Logger;
+  /** Engines by agent, for tests and embedders of Roster in other programs; the configured ones otherwise. */
+  engineFor?: (agent: Agent) => Engine;
+  embedder?: Embedder;
+  /** The fetch engines and embedders use (a local fake of a provider, in tests). */
+  fetch?: typeof fetch;
+}
+
+/**
+ * Wire memory, engines and the core from the configuration. Under
+ * PRIVACY=strict an agent whose engine is not local is refused a turn, and a
+ * remote embedder is refused at start.
+ */
+export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
+  const { config } = options;
+  const embedder =
+    options.embedder ??
+    parseEmbedderReference(config.ROSTER_EMBEDDER, {
+      ...(config.OPENAI_API_KEY === undefined ? {} : { openaiApiKey: config.OPENAI_API_KEY }),
+      ...(config.OPENAI_BASE_URL === undefined ? {} : { openaiBaseUrl: config.OPENAI_BASE_URL }),
+      ...(config.OLLAMA_URL === undefined ? {} : { ollamaUrl: config.OLLAMA_URL }),
+    });
+  if (config.PRIVACY === 'strict' && !embedder.local) {
+    throw new RosterError('privacy_strict', `PRIVACY=strict keeps memory on this machine, but ROSTER_EMBEDDER=${config.ROSTER_EMBEDDER} is remote. Use hashing or a local Ollama.`);
+  }
+  const memory = createMemory({ database: options.database, embedder });
+  await memory.prepare();
+  const engines = new Map<string, Engine>();
+  const engineFor =
+    options.engineFor ??
+    ((agent: Agent): Engine => {
+      const key = `${agent.id}:${agent.engine}`;
+      let engine = engines.get(key);
+      if (engine === undefined) {
+        engine =
+          agent.engine === 'offline'
+            ? createOfflineEngine({ agentName: agent.name })
+            : createEngine(agent.engine, {
+                ...(config.OPENAI_API_KEY === undefined ? {} : { openaiApiKey: config.OPENAI_API_KEY }),
+                ...(config.OPENAI_BASE_URL === undefined ? {} : { openaiBaseUrl: config.OPENAI_BASE_URL }),
+                ...(config.ANTHROPIC_API_KEY === undefined ? {} : { anthropicApiKey: config.ANTHROPIC_API_KEY }),
+                ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+              });
+        if (config.PRIVACY === 'strict' && !engine.local) {
+          throw new RosterError('privacy_strict', `PRIVACY=strict keeps memory-bearing calls on this machine, but ${agent.name} runs on ${agent.engine}. Give it a local engine.`);
+        }
+        engines.set(key, engine);
+      }
+      return engine;
+    });
+  const core = createCore({ database: options.database, memory, engineFor, ...(options.logger === undefined ? {} : { logger: options.logger }) });
+  return { embedder, memory, core, engineFor };
+}
