@@ -1,6 +1,6 @@
 import { describeEnvironment } from '@roster/config';
 import { ConfigError, RosterError, UsageError } from '@roster/errors';
-import { runAgentAdd, runAgentArchive, runAgentList, runPersonAdd, runPersonLinkCode } from './commands/agents.js';
+import { runAgentAdd, runAgentArchive, runAgentList, runAgentPurge, runPersonAdd, runPersonLinkCode } from './commands/agents.js';
 import { runAuditVerify } from './commands/audit.js';
 import { runChat } from './commands/chat.js';
 import { runMemoryForget, runMemoryHistory, runMemoryList } from './commands/memory.js';
@@ -92,6 +92,13 @@ const commands: Command[] = [
     run: runAgentArchive,
   },
   {
+    path: ['agent', 'purge'],
+    usage: 'roster agent purge NAME --confirm NAME',
+    summary: "Forget all of an archived agent's memory, for good (audited, tombstones kept).",
+    details: ['--confirm takes the agent’s exact name again.'],
+    run: runAgentPurge,
+  },
+  {
     path: ['person', 'add'],
     usage: 'roster person add NAME [--role owner|member|guest]',
     summary: 'Add a person agents can remember things about.',
@@ -114,7 +121,7 @@ const commands: Command[] = [
   },
   {
     path: ['memory', 'list'],
-    usage: 'roster memory list --agent N [--person P] [--json]',
+    usage: 'roster memory list --agent N [--person P] [--valid-at TIME] [--json]',
     summary: "What an agent remembers about a person (or, without --person, its agent-wide knowledge).",
     details: [],
     run: runMemoryList,

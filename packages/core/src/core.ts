@@ -1,7 +1,7 @@
 import type { Logger } from '@roster/config';
 import { isUuid, type Database, type Scope, type Transaction } from '@roster/db';
 import { RosterError } from '@roster/errors';
-import { redactSecrets, validateText, type Memory, type SearchResult } from '@roster/memory';
+import { appendEvent, redactSecrets, validateText, type Memory, type SearchResult } from '@roster/memory';
 import { runInTurn, type TurnContext } from './context.js';
 import { createDirectory, type Agent, type Channel, type Directory, type Person } from './directory.js';
 import type { Engine, EnginePart, EngineToolCall } from './engine.js';
@@ -84,6 +84,11 @@ export const maxMessageLength = 16_000;
 export interface Core {
   readonly directory: Directory;
   handle(inbound: InboundMessage, options?: TurnOptions): Promise<TurnResult>;
+  /**
+   * Forget every fact of an archived agent, in every scope (tombstones and
+   * events as for any forget), after the owner typed its name to confirm.
+   */
+  purgeAgent(name: string, confirmation: string): Promise<{ facts: number }>;
 }
 
 interface Binding {
@@ -426,8 +431,38 @@ export function createCore(options: CoreOptions): Core {
     return active.length === 1 ? active : [];
   }
 
+  async function purgeAgent(name: string, confirmation: string): Promise<{ facts: number }> {
+    const agent = await directory.agentByName(name);
+    if (agent.status !== 'archived') throw new RosterError('agent_active', `Archive ${agent.name} first (roster agent archive ${agent.name}); only an archived agent can be purged.`);
+    if (confirmation !== agent.name) throw new RosterError('purge_unconfirmed', `To purge ${agent.name}'s memory for good, confirm with its exact name: --confirm ${agent.name}.`);
+    const facts = await database.adminScope('owner: list the facts of an agent to purge', async (tx) => {
+      const { rows } = await tx.query<{ id: string; person_id: string | null }>(
+        `select id, person_id from facts where agent_id = $1 and trust <> 'forgotten' order by recorded_at`,
+        [agent.id],
+      );
+      return rows;
+    });
+    let forgotten = 0;
+    const owner = { actor: { kind: 'owner' as const, id: 'purge' } };
+    for (const fact of facts) {
+      const scope: Scope = fact.person_id === null ? { agentId: agent.id, personId: null, audience: 'agent' } : { agentId: agent.id, personId: fact.person_id, audience: 'private' };
+      try {
+        await memory.forget(scope, fact.id, owner);
+        forgotten += 1;
+      } catch (error) {
+        // Already forgotten as part of an identical fact's forget.
+        if (!(RosterError.isInstance(error) && error.code === 'fact_state')) throw error;
+      }
+    }
+    await database.adminScope('owner: record a purge', (tx) =>
+      appendEvent(tx, { agentId: agent.id, personId: null, actor: owner.actor, action: 'purge', targetKind: 'agent', targetId: agent.id, detail: { facts: forgotten } }),
+    );
+    return { facts: forgotten };
+  }
+
   return {
     directory,
+    purgeAgent,
     handle(inbound, turn = {}) {
       return inOrder(`${inbound.channel}:${inbound.conversation.externalId}`, () => handleInOrder(inbound, turn));
     },

@@ -85,3 +85,16 @@ export async function runPersonLinkCode(args: string[], io: CommandIo): Promise<
     await database.close();
   }
 }
+
+export async function runAgentPurge(args: string[], io: CommandIo): Promise<number> {
+  const { values, positionals } = parseCommand(args, { confirm: { type: 'string' } }, true);
+  if (positionals.length !== 1) throw new UsageError('Name one archived agent: roster agent purge NAME --confirm NAME.');
+  const { database, roster } = await openRoster(io);
+  try {
+    const { facts } = await roster.core.purgeAgent(positionals[0]!, typeof values.confirm === 'string' ? values.confirm : '');
+    io.out(`Purged: ${facts} fact${facts === 1 ? '' : 's'} forgotten, each leaving a tombstone and an audit event.`);
+    return exitCode.ok;
+  } finally {
+    await database.close();
+  }
+}

@@ -30,12 +30,18 @@ async function scopeOfFact(context: Awaited<ReturnType<typeof openRoster>>, agen
 }
 
 export async function runMemoryList(args: string[], io: CommandIo): Promise<number> {
-  const { values } = parseCommand(args, { agent: { type: 'string' }, person: { type: 'string' }, json: { type: 'boolean' } });
+  const { values } = parseCommand(args, { agent: { type: 'string' }, person: { type: 'string' }, 'valid-at': { type: 'string' }, json: { type: 'boolean' } });
   if (typeof values.agent !== 'string') throw new UsageError('--agent is required.');
+  let validAt: Date | undefined;
+  if (typeof values['valid-at'] === 'string') {
+    validAt = new Date(values['valid-at']);
+    if (Number.isNaN(validAt.getTime())) throw new UsageError(`--valid-at takes a time like 2026-11-30T08:00:00Z, got ${JSON.stringify(values['valid-at'])}.`);
+  }
   const context = await openRoster(io);
   try {
     const scope = await scopeFor(context.roster, values.agent, typeof values.person === 'string' ? values.person : undefined);
-    const facts = await context.roster.memory.list(scope);
+    // --valid-at: what was true then, as recorded now.
+    const facts = validAt === undefined ? await context.roster.memory.list(scope) : await context.roster.memory.asOf(scope, { validAt });
     if (values.json === true) {
       io.out(JSON.stringify(facts.map((fact) => ({ id: fact.id, content: fact.content, trust: fact.trust, category: fact.category, audience: fact.audience, validFrom: fact.validFrom, recordedAt: fact.recordedAt }))));
     } else if (facts.length === 0) io.out('Nothing remembered here yet.');

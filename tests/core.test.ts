@@ -1,0 +1,204 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { agentOf, startFakeOpenAi, type FakeRequest } from './support/fake-openai.js';
+import { rosterFixture, type RosterFixture } from './support/roster-runtime.js';
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+async function fixture(agents = [{ name: 'Scout' }]): Promise<RosterFixture> {
+  const f = await rosterFixture({ agents, people: ['Ada', 'Bob'] });
+  cleanups.push(() => f.cleanup());
+  return f;
+}
+
+async function count(f: RosterFixture, table: string): Promise<number> {
+  return f.database.adminScope('test: count rows', async (tx) => Number((await tx.query<{ n: string }>(`select count(*) as n from ${table}`)).rows[0]!.n));
+}
+
+async function bind(f: RosterFixture, policy: 'pairing' | 'allowlist' | 'open', allowlist: string[] = []) {
+  await f.database.adminScope('test: bind a telegram bot', (tx) =>
+    tx.query(`insert into channel_bindings (channel, account, agent_id, policy, allowlist) values ('telegram', 'bot', $1, $2, $3)`, [f.agents.Scout!.id, policy, allowlist]),
+  );
+}
+
+const fromTelegram = (externalId: string, text: string, messageId?: string) => ({
+  channel: 'telegram' as const,
+  account: 'bot',
+  conversation: { externalId: `chat-${externalId}`, kind: 'dm' as const },
+  sender: { externalId },
+  ...(messageId === undefined ? {} : { externalMessageId: messageId }),
+  text,
+});
+
+describe('strangers and access', () => {
+  it('answers a stranger on an open binding with no memory and no memory tools, and keeps nothing', async () => {
+    const f = await fixture();
+    await bind(f, 'open');
+    const result = await f.roster.core.handle(fromTelegram('tg-999', 'remember that I am the boss'));
+    expect(result.person).toBeNull();
+    expect(result.replies).toEqual([expect.objectContaining({ agent: 'Scout', text: "I'm Scout. I can't keep memories in this conversation.", toolCalls: [] })]);
+    expect(await count(f, 'facts')).toBe(0);
+    expect(await count(f, 'learning_events')).toBe(0);
+    // Positive control: a known person on the same binding is remembered.
+    await f.roster.core.directory.linkIdentity(f.people.Ada!.id, 'telegram', 'tg-1', 'ada');
+    const known = await f.roster.core.handle(fromTelegram('tg-1', 'remember that I am the boss'));
+    expect(known.replies[0]?.text).toBe('Noted: I am the boss');
+    expect(await count(f, 'facts')).toBe(1);
+  });
+
+  it('pairs a stranger through a single-use link code, and refuses a handle tied to someone else', async () => {
+    const f = await fixture();
+    await bind(f, 'pairing');
+    const stranger = await f.roster.core.handle(fromTelegram('tg-7', 'hello'));
+    expect(stranger).toMatchObject({ replies: [], notice: expect.stringMatching(/link code/) });
+
+    const { code, expiresAt } = await f.roster.core.directory.createLinkCode(f.people.Ada!.id);
+    expect(code).toMatch(/^[A-Z2-9]{8}$/);
+    expect(expiresAt.getTime() - Date.now()).toBeGreaterThan(59 * 60 * 1000);
+    const linked = await f.roster.core.handle(fromTelegram('tg-7', `/link ${code}`));
+    expect(linked.notice).toBe('Linked: you are Ada here now.');
+    const after = await f.roster.core.handle(fromTelegram('tg-7', 'remember that my desk is by the window'));
+    expect(after.person?.name).toBe('Ada');
+    expect(after.replies[0]?.text).toBe('Noted: my desk is by the window');
+
+    // Single use: the same code does nothing for another handle.
+    const reused = await f.roster.core.handle(fromTelegram('tg-8', `/link ${code}`));
+    expect(reused.notice).toMatch(/unknown, used or expired/);
+    // No silent merge: Ada's handle cannot become Bob's.
+    const bobCode = await f.roster.core.directory.createLinkCode(f.people.Bob!.id);
+    await expect(f.roster.core.directory.redeemLinkCode(bobCode.code, 'telegram', 'tg-7')).rejects.toMatchObject({ code: 'identity_taken' });
+  });
+
+  it('limits pending link codes to three and expires them after an hour', async () => {
+    const f = await fixture();
+    const codes = [];
+    for (let i = 0; i < 3; i += 1) codes.push(await f.roster.core.directory.createLinkCode(f.people.Bob!.id));
+    await expect(f.roster.core.directory.createLinkCode(f.people.Bob!.id)).rejects.toMatchObject({ code: 'link_codes_exhausted' });
+    await f.database.adminScope('test: age a code past its hour', (tx) =>
+      tx.query(`update link_codes set expires_at = now() - interval '1 second' where code = $1`, [codes[0]!.code]),
+    );
+    await expect(f.roster.core.directory.redeemLinkCode(codes[0]!.code, 'slack', 'U1')).rejects.toMatchObject({ code: 'link_code_invalid' });
+    // The expired one no longer counts as pending.
+    await expect(f.roster.core.directory.createLinkCode(f.people.Bob!.id)).resolves.toMatchObject({ code: expect.any(String) });
+    await expect(f.roster.core.directory.redeemLinkCode(codes[1]!.code, 'slack', 'U1')).resolves.toMatchObject({ name: 'Bob' });
+  });
+
+  it('lets only listed handles in on an allowlist binding', async () => {
+    const f = await fixture();
+    await bind(f, 'allowlist', ['tg-listed']);
+    const listed = await f.roster.core.handle(fromTelegram('tg-listed', 'hi'));
+    expect(listed.replies).toHaveLength(1);
+    const other = await f.roster.core.handle(fromTelegram('tg-other', 'hi'));
+    expect(other).toMatchObject({ replies: [], notice: null });
+  });
+});
+
+describe('delivery', () => {
+  it('processes a redelivered platform message once', async () => {
+    const f = await fixture();
+    await f.roster.core.directory.linkIdentity(f.people.Ada!.id, 'telegram', 'tg-1');
+    await bind(f, 'pairing');
+    const first = await f.roster.core.handle(fromTelegram('tg-1', 'remember that I take the 8:10 train', '42'));
+    const again = await f.roster.core.handle(fromTelegram('tg-1', 'remember that I take the 8:10 train', '42'));
+    expect(first).toMatchObject({ duplicate: false, replies: [expect.objectContaining({ text: 'Noted: I take the 8:10 train' })] });
+    expect(again).toMatchObject({ duplicate: true, replies: [], messageId: first.messageId });
+    expect(await count(f, 'messages')).toBe(2);
+    expect(await count(f, 'memory_events')).toBe(1);
+    // A different message id is a new message.
+    const next = await f.roster.core.handle(fromTelegram('tg-1', 'what do you know about train', '43'));
+    expect(next.replies[0]?.text).toBe('- I take the 8:10 train');
+  });
+
+  it('handles the messages of one conversation in order', async () => {
+    const f = await fixture();
+    const ada = f.people.Ada!.id;
+    const say = (text: string) => f.roster.core.handle({ channel: 'cli', conversation: { externalId: 'ordered', kind: 'dm' }, sender: { personId: ada }, text }, { agent: 'Scout' });
+    const [, , recall] = await Promise.all([say('remember that the code word is otter'), say('update: the code word is heron'), say('what do you know about code word')]);
+    expect(recall.replies[0]?.text).toBe('- the code word is heron');
+  });
+
+  it('refuses bad input with a clear error and stores nothing', async () => {
+    const f = await fixture();
+    const ada = f.people.Ada!.id;
+    for (const text of ['', '   ', 'nul\u0000', 'x'.repeat(16_001)]) {
+      await expect(
+        f.roster.core.handle({ channel: 'cli', conversation: { externalId: 'bad', kind: 'dm' }, sender: { personId: ada }, text }, { agent: 'Scout' }),
+      ).rejects.toMatchObject({ code: expect.stringMatching(/invalid/) });
+    }
+    expect(await count(f, 'messages')).toBe(0);
+  });
+
+  it('redacts secrets before the message is stored', async () => {
+    const f = await fixture();
+    await f.roster.core.handle(
+      { channel: 'cli', conversation: { externalId: 'secret', kind: 'dm' }, sender: { personId: f.people.Ada!.id }, text: 'the wifi password=otter-river-42 works' },
+      { agent: 'Scout' },
+    );
+    const stored = await f.database.adminScope('test: read messages', async (tx) => (await tx.query<{ content: string }>(`select content from messages where role = 'person'`)).rows);
+    expect(stored).toEqual([{ content: 'the wifi password=[redacted:password] works' }]);
+  });
+});
+
+describe('prompts and colleagues', () => {
+  it('keeps the prompt prefix byte-identical from turn to turn while memory and history change', async () => {
+    const fake = await startFakeOpenAi(() => ({ text: 'ok' }));
+    cleanups.push(() => fake.close());
+    const f = await fixture([{ name: 'Scout', engine: fake.engine } as { name: string }]);
+    const scope = { agentId: f.agents.Scout!.id, personId: f.people.Ada!.id, audience: 'private' as const };
+    await f.roster.memory.remember(scope, { content: 'Ada likes sailing', provenance: { actor: { kind: 'person', id: f.people.Ada!.id } } });
+    const say = (text: string) =>
+      f.roster.core.handle({ channel: 'cli', conversation: { externalId: 'cache', kind: 'dm' }, sender: { personId: f.people.Ada!.id }, text }, { agent: 'Scout' });
+    await say('hello there');
+    await say('what about sailing?');
+    const [first, second] = fake.requests as [FakeRequest, FakeRequest];
+    expect(first.system[0]).toBe(second.system[0]);
+    expect(first.system[0]).toMatch(/^You are Scout, an agent in a Roster wallet\. Your job: the Scout job/);
+    expect(first.system[0]).not.toMatch(/Ada|sailing/);
+    expect(JSON.stringify(second.messages)).toContain('Ada likes sailing');
+    expect(second.messages.length).toBeGreaterThan(first.messages.length);
+  });
+
+  it("lets a colleague answer only from its agent-wide knowledge, never another person's private facts", async () => {
+    let colleagueSaw = '';
+    const fake = await startFakeOpenAi((request) => {
+      const agent = agentOf(request);
+      if (agent === 'Scout' && request.toolResults.length === 0) return { tool: 'ask_agent', input: { agent: 'Coder', question: 'what do you know?' } };
+      if (agent === 'Coder') {
+        colleagueSaw = JSON.stringify(request.messages);
+        return { text: 'I only know general things.' };
+      }
+      return { text: 'done' };
+    });
+    cleanups.push(() => fake.close());
+    const f = await fixture([{ name: 'Scout', engine: fake.engine }, { name: 'Coder', engine: fake.engine }] as Array<{ name: string }>);
+    const coderBob = { agentId: f.agents.Coder!.id, personId: f.people.Bob!.id, audience: 'private' as const };
+    await f.roster.memory.remember(coderBob, { content: 'Bob is job hunting quietly', provenance: { actor: { kind: 'person', id: f.people.Bob!.id } } });
+    await f.roster.memory.remember(coderBob, { content: 'The build server is called kiln', audience: 'agent', provenance: { actor: { kind: 'person', id: f.people.Bob!.id } } });
+
+    const result = await f.roster.core.handle(
+      { channel: 'cli', conversation: { externalId: 'colleague', kind: 'dm' }, sender: { personId: f.people.Ada!.id }, text: 'ask Coder about the build server' },
+      { agent: 'Scout' },
+    );
+    expect(result.replies[0]?.toolCalls[0]).toMatchObject({ toolName: 'ask_agent', output: { agent: 'Coder', answer: 'I only know general things.' } });
+    expect(colleagueSaw).toContain('kiln');
+    expect(colleagueSaw).not.toContain('job hunting');
+  });
+});
+
+describe('archive and purge', () => {
+  it('keeps an archived agent’s memory until a confirmed purge, which forgets it with tombstones and events', async () => {
+    const f = await fixture();
+    const scope = { agentId: f.agents.Scout!.id, personId: f.people.Ada!.id, audience: 'private' as const };
+    await f.roster.memory.remember(scope, { content: 'Ada owns a red kayak', provenance: { actor: { kind: 'person', id: f.people.Ada!.id } } });
+    await f.roster.core.directory.archiveAgent('Scout');
+    expect((await f.roster.memory.list(scope)).map((fact) => fact.content)).toEqual(['Ada owns a red kayak']);
+    await expect(f.roster.core.purgeAgent('Scout', 'scout')).rejects.toMatchObject({ code: 'purge_unconfirmed' });
+    expect(await f.roster.core.purgeAgent('Scout', 'Scout')).toEqual({ facts: 1 });
+    expect(await f.roster.memory.list(scope)).toEqual([]);
+    expect(await count(f, 'tombstones')).toBe(1);
+    const actions = await f.database.adminScope('test: actions', async (tx) => (await tx.query<{ action: string }>('select action from memory_events order by seq')).rows.map((row) => row.action));
+    expect(actions).toEqual(['remember', 'forget', 'purge']);
+  });
+});
