@@ -45,10 +45,14 @@ describe('roster start', () => {
     expect(missing.status).toBe(404);
     expect(await missing.json()).toEqual({ error: { code: 'not_found', message: 'No route for GET /no-such-page.' } });
 
-    // A second process cannot open the same embedded database while the first runs.
+    // A second command shares the running process's embedded database through its socket.
     const second = await runRoster(['migrate'], { ROSTER_DATA_DIR: dir });
-    expect(second.code).toBe(1);
-    expect(second.stderr).toMatch(/in use by process \d+.*roster db serve/s);
+    expect(second).toMatchObject({ code: 0, stdout: nothingToDo });
+    const queues = await fetch(`${address}/admin/queues/api/queues`);
+    expect(queues.status).toBe(200);
+    expect(((await queues.json()) as { queues: Array<{ name: string }> }).queues.map((queue) => queue.name).sort()).toEqual(
+      ['embed', 'episodes', 'extract', 'fade', 'harvest', 'mirror', 'review'],
+    );
 
     expect(await roster.stop()).toBe(0);
     const after = await runRoster(['migrate'], { ROSTER_DATA_DIR: dir });

@@ -3,6 +3,7 @@ import { ConfigError, RosterError, UsageError } from '@roster/errors';
 import { runAgentAdd, runAgentArchive, runAgentList, runAgentPurge, runPersonAdd, runPersonLinkCode } from './commands/agents.js';
 import { runAuditVerify } from './commands/audit.js';
 import { runChat } from './commands/chat.js';
+import { runApprovals, runJobsRun, runLessons, runMirrorReport } from './commands/jobs.js';
 import { runMemoryForget, runMemoryHistory, runMemoryList } from './commands/memory.js';
 import { runDbServe } from './commands/db-serve.js';
 import { runDoctor } from './commands/doctor.js';
@@ -139,6 +140,34 @@ const commands: Command[] = [
     summary: 'The versions of a fact: what it replaced and what replaced it.',
     details: [],
     run: runMemoryHistory,
+  },
+  {
+    path: ['jobs', 'run'],
+    usage: 'roster jobs run <fade|harvest|mirror|review|extract|embed|episodes> [--agent NAME] [--all] [--wait] [--json]',
+    summary: 'Enqueue a job now; with --wait, print its result when a worker has run it.',
+    details: ['--all      with embed: re-embed every fact (after a model change)', '--timeout  seconds to wait (default 600)'],
+    run: runJobsRun,
+  },
+  {
+    path: ['mirror', 'report'],
+    usage: 'roster mirror report --agent N [--json]',
+    summary: '"N of M corrections no longer repeated", with each case’s streak and history.',
+    details: [],
+    run: runMirrorReport,
+  },
+  {
+    path: ['approvals'],
+    usage: 'roster approvals [list [--agent N] [--all]] | approve ID --as PERSON | reject ID --as PERSON',
+    summary: 'Lessons waiting for a person: see their whole text, approve or reject them.',
+    details: ['Only a person decides; no job or schedule can.'],
+    run: runApprovals,
+  },
+  {
+    path: ['lessons'],
+    usage: 'roster lessons [list] --agent N | retire ID --as PERSON --reason "…"',
+    summary: 'An agent’s lessons; retire one (its text cannot come back).',
+    details: [],
+    run: runLessons,
   },
   {
     path: ['audit', 'verify'],

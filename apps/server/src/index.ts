@@ -1,8 +1,12 @@
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { FastifyAdapter } from '@bull-board/fastify';
 import type { Config, Logger } from '@roster/config';
 import type { Database } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { redisStatus } from '@roster/redis';
 import { renderHomePage } from '@roster/web';
+import type { Queue } from 'bullmq';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 
 export interface ServerOptions {
@@ -10,6 +14,16 @@ export interface ServerOptions {
   database: Database;
   redisUrl: string;
   logger: Logger;
+  /** The job queues Bull Board shows at /admin/queues. */
+  queues?: readonly Queue[];
+}
+
+/** Where Bull Board is mounted. */
+export const bullBoardPath = '/admin/queues';
+
+/** Loopback addresses: until the owner's login exists, operator pages answer only to these. */
+export function isLoopback(address: string): boolean {
+  return address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.');
 }
 
 /** What `/healthz` answers. */
@@ -26,7 +40,7 @@ export interface Health {
  * and Bull Board. Errors answer `{ error: { code, message } }`; the stack only
  * in development.
  */
-export function createServer(options: ServerOptions): FastifyInstance {
+export async function createServer(options: ServerOptions): Promise<FastifyInstance> {
   const { database, config } = options;
   const app = Fastify({
     loggerInstance: options.logger.child({ component: 'server' }) as FastifyBaseLogger,
@@ -62,6 +76,22 @@ export function createServer(options: ServerOptions): FastifyInstance {
     });
     return reply.type('text/html; charset=utf-8').send(renderHomePage({ database: database.kind, agents }));
   });
+
+  if (options.queues !== undefined && options.queues.length > 0) {
+    const board = new FastifyAdapter();
+    board.setBasePath(bullBoardPath);
+    createBullBoard({ queues: options.queues.map((queue) => new BullMQAdapter(queue)), serverAdapter: board });
+    await app.register(async (scope) => {
+      // Operators only: on loopback until the owner's login guards it.
+      scope.addHook('onRequest', async (request, reply) => {
+        if (!isLoopback(request.ip)) {
+          return reply.status(403).send({ error: { code: 'forbidden', message: 'Bull Board answers only on loopback until the owner login is set up.' } });
+        }
+        return undefined;
+      });
+      await scope.register(board.registerPlugin(), { prefix: bullBoardPath });
+    });
+  }
 
   return app;
 }

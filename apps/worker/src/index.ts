@@ -1,10 +1,13 @@
 import type { Config, Logger } from '@roster/config';
 import type { Database } from '@roster/db';
+import { connectionFromUrl, jobNames, startJobWorker, type JobWorker } from '@roster/jobs';
 import { pingRedis } from '@roster/redis';
+import type { Runtime } from '@roster/runtime';
 
 export interface WorkerOptions {
-  config: Pick<Config, 'REDIS_URL'>;
+  config: Pick<Config, 'ROSTER_NIGHTLY_HOUR' | 'ROSTER_TIMEZONE' | 'ROSTER_IDLE_MINUTES' | 'ROSTER_QUEUE_PREFIX'>;
   database: Database;
+  runtime: Runtime;
   redisUrl: string;
   logger: Logger;
 }
@@ -12,23 +15,30 @@ export interface WorkerOptions {
 export interface RunningWorker {
   /** The queues this worker consumes. */
   queues: readonly string[];
+  jobs: JobWorker;
   stop(): Promise<void>;
 }
 
 /**
- * The job worker. It checks that Redis answers and consumes the queues that
- * are registered; the learning loop's queues (fade, harvest, mirror, …)
- * register here when they land.
+ * The job worker: consumes every queue of the learning loop, relays the
+ * outbox to them, and keeps the nightly schedule. More than one may run.
  */
 export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
-  const log = options.logger.child({ component: 'worker' });
   await pingRedis(options.redisUrl);
-  const queues: string[] = [];
-  log.info({ queues }, 'worker ready');
-  return {
-    queues,
-    async stop() {
-      log.info('worker stopped');
+  const jobs = await startJobWorker({
+    database: options.database,
+    memory: options.runtime.memory,
+    directory: options.runtime.core.directory,
+    engineFor: options.runtime.engineFor,
+    judgeFor: options.runtime.judgeFor,
+    logger: options.logger,
+    connection: connectionFromUrl(options.redisUrl),
+    prefix: options.config.ROSTER_QUEUE_PREFIX,
+    schedule: {
+      hour: options.config.ROSTER_NIGHTLY_HOUR,
+      idleMinutes: options.config.ROSTER_IDLE_MINUTES,
+      ...(options.config.ROSTER_TIMEZONE === undefined ? {} : { timezone: options.config.ROSTER_TIMEZONE }),
     },
-  };
+  });
+  return { queues: jobNames, jobs, stop: () => jobs.stop() };
 }

@@ -121,6 +121,47 @@ export const environment = {
     example: 'hashing, ollama:nomic-embed-text, openai:text-embedding-3-small',
     description: 'The embedder for memory search. The hashing embedder needs no model.',
   },
+  ROSTER_JUDGE_ENGINE: {
+    schema: z
+      .string()
+      .trim()
+      .regex(/^(openai:.+|anthropic:.+|openai-compatible:https?:\/\/[^#\s]+#.+)$/)
+      .optional()
+      .or(z.literal('').transform(() => undefined)),
+    example: 'openai:gpt-4o-mini',
+    description: 'The engine that judges nightly mirror replays. Unset: each agent’s own engine (the offline engine cannot judge).',
+  },
+  ROSTER_NIGHTLY_HOUR: {
+    schema: z.coerce.number().int().min(0).max(23).default(3),
+    example: '3',
+    description: 'The local hour of the nightly jobs (fade, harvest, review, mirror).',
+  },
+  ROSTER_TIMEZONE: {
+    schema: z
+      .string()
+      .trim()
+      .refine((zone) => {
+        try {
+          new Intl.DateTimeFormat('en', { timeZone: zone });
+          return true;
+        } catch {
+          return false;
+        }
+      })
+      .optional(),
+    example: 'Europe/Rome',
+    description: 'The time zone of the nightly schedule (an IANA name). Unset: the machine’s own.',
+  },
+  ROSTER_IDLE_MINUTES: {
+    schema: z.coerce.number().min(1).max(10_080).default(30),
+    example: '30',
+    description: 'How long a conversation is quiet before facts are extracted from it and its episode is written.',
+  },
+  ROSTER_QUEUE_PREFIX: {
+    schema: z.string().trim().regex(/^[A-Za-z0-9_.:-]{1,64}$/).default('roster'),
+    example: 'roster',
+    description: 'The Redis key prefix of the job queues; installations sharing a Redis need different ones.',
+  },
   PRIVACY: {
     schema: z.enum(['standard', 'strict']).default('standard'),
     example: 'strict',

@@ -8,6 +8,7 @@ import pg from 'pg';
 import { createPoolDatabase, type Database } from './database.js';
 import { acquireDataDirLock } from './data-dir-lock.js';
 import { pglitePool } from './pglite-connection.js';
+import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 
 /** The oldest pgvector Roster accepts: iterative index scans arrived in 0.8. */
 export const minimumPgvector = '0.8.0';
@@ -65,16 +66,63 @@ export async function openPglite(dataDir: string): Promise<{ pglite: PGlite; rel
   }
 }
 
-/** The embedded database: PGlite in process, reached through node-postgres. */
+/** The file name node-postgres looks for in a socket folder, for port 5432. */
+const socketName = '.s.PGSQL.5432';
+/** Unix socket paths longer than this do not fit the kernel's limit. */
+const maxSocketPath = 100;
+
+/**
+ * The embedded database. `memory://` is reached in process. A folder is
+ * opened by one process, which serves it on a Unix socket inside the folder
+ * (owner-only, like the folder) and reaches it through that socket too; any
+ * other Roster command started meanwhile (`roster chat` beside `roster
+ * start`) connects to the same socket instead of failing. PGlite runs one
+ * statement at a time and keeps each connection's transaction whole.
+ */
 export async function openEmbeddedDatabase(dataDir: string, logger?: Logger): Promise<Database> {
-  const { pglite, release } = await openPglite(dataDir);
-  const pool = pglitePool(pglite);
+  const onAdmin = (reason: string) => logger?.debug({ reason }, 'admin scope');
+  if (dataDir.startsWith('memory://')) {
+    const { pglite, release } = await openPglite(dataDir);
+    return createPoolDatabase({ kind: 'embedded', location: dataDir, pool: pglitePool(pglite), onClose: release, onAdmin });
+  }
+  const socketPath = path.join(dataDir, socketName);
+  let opened: Awaited<ReturnType<typeof openPglite>>;
+  try {
+    opened = await openPglite(dataDir);
+  } catch (error) {
+    if (RosterError.isInstance(error) && error.code === 'database_in_use' && fs.existsSync(socketPath)) {
+      // Another Roster process has it open: share it through its socket.
+      const pool = new pg.Pool({ host: dataDir, port: 5432, user: 'postgres', database: 'postgres', max: 2, connectionTimeoutMillis: 10_000 });
+      pool.on('error', (poolError) => logger?.warn({ err: poolError }, 'embedded database connection failed'));
+      return createPoolDatabase({ kind: 'embedded', location: dataDir, pool, onAdmin });
+    }
+    throw error;
+  }
+  if (socketPath.length > maxSocketPath) {
+    logger?.warn({ dataDir }, 'the data folder path is too long for a Unix socket; other Roster commands cannot share the database while this one runs');
+    return createPoolDatabase({ kind: 'embedded', location: dataDir, pool: pglitePool(opened.pglite), onClose: opened.release, onAdmin });
+  }
+  fs.rmSync(socketPath, { force: true });
+  const server = new PGLiteSocketServer({ db: opened.pglite, path: socketPath, maxConnections: 64 });
+  try {
+    await server.start();
+    fs.chmodSync(socketPath, 0o600);
+  } catch (error) {
+    await opened.release();
+    throw new RosterError('database_unavailable', `Cannot serve the embedded database on ${socketPath}: ${(error as Error).message}.`, { cause: error });
+  }
+  const pool = new pg.Pool({ host: dataDir, port: 5432, user: 'postgres', database: 'postgres', max: 4, connectionTimeoutMillis: 10_000 });
+  pool.on('error', (poolError) => logger?.warn({ err: poolError }, 'embedded database connection failed'));
   return createPoolDatabase({
     kind: 'embedded',
     location: dataDir,
     pool,
-    onClose: release,
-    onAdmin: (reason) => logger?.debug({ reason }, 'admin scope'),
+    onAdmin,
+    onClose: async () => {
+      await server.stop();
+      fs.rmSync(socketPath, { force: true });
+      await opened.release();
+    },
   });
 }
 

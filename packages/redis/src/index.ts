@@ -116,6 +116,8 @@ export async function startPrivateRedis(options: { executable: string; dataDir: 
     throw new RosterError('redis_start_failed', `The private redis-server did not start: ${(error as Error).message}. See ${path.join(dir, 'redis.log')}.`, { cause: error });
   }
   options.logger.info({ url, dir }, 'private redis-server started');
+  // Other commands of this installation (roster jobs run) find it here.
+  fs.writeFileSync(path.join(dir, 'redis.url'), url);
   let stopped = false;
   return {
     url,
@@ -125,6 +127,7 @@ export async function startPrivateRedis(options: { executable: string; dataDir: 
       stopped = true;
       if (child.exitCode === null) child.kill('SIGTERM');
       await exited;
+      fs.rmSync(path.join(dir, 'redis.url'), { force: true });
     },
   };
 }
@@ -168,4 +171,29 @@ function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * The Redis a command should talk to: REDIS_URL when it answers, else the
+ * private redis-server that `roster start` runs in the data folder, if any.
+ */
+export async function locateRedis(url: string, dataDir: string): Promise<string> {
+  try {
+    await pingRedis(url);
+    return url;
+  } catch (error) {
+    const file = path.join(dataDir, 'redis', 'redis.url');
+    if (fs.existsSync(file)) {
+      const privateUrl = fs.readFileSync(file, 'utf8').trim();
+      try {
+        await pingRedis(privateUrl);
+        return privateUrl;
+      } catch {
+        // stale file
+      }
+    }
+    throw new RosterError('redis_unreachable', `REDIS_URL is not reachable (${redactUrl(url)}: ${(error as Error).message}) and no private Redis of roster start runs: start Roster or Redis.`, {
+      retryable: true,
+    });
+  }
 }

@@ -8,7 +8,8 @@ import { createMemory, parseEmbedderReference, type Embedder, type Memory } from
 export type RuntimeConfig = Pick<
   Config,
   'ROSTER_EMBEDDER' | 'PRIVACY' | 'OPENAI_API_KEY' | 'OPENAI_BASE_URL' | 'ANTHROPIC_API_KEY' | 'OLLAMA_URL'
->;
+> &
+  Partial<Pick<Config, 'ROSTER_JUDGE_ENGINE'>>;
 
 /** Everything a process needs to hold conversations. */
 export interface Runtime {
@@ -16,6 +17,8 @@ export interface Runtime {
   memory: Memory;
   core: Core;
   engineFor(agent: Agent): Engine;
+  /** The engine that judges mirror replays: ROSTER_JUDGE_ENGINE, or the agent's own. */
+  judgeFor(agent: Agent): Engine;
 }
 
 export interface RuntimeOptions {
@@ -71,6 +74,21 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       }
       return engine;
     });
+  const keys = {
+    ...(config.OPENAI_API_KEY === undefined ? {} : { openaiApiKey: config.OPENAI_API_KEY }),
+    ...(config.OPENAI_BASE_URL === undefined ? {} : { openaiBaseUrl: config.OPENAI_BASE_URL }),
+    ...(config.ANTHROPIC_API_KEY === undefined ? {} : { anthropicApiKey: config.ANTHROPIC_API_KEY }),
+    ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+  };
+  let judge: Engine | undefined;
+  const judgeFor = (agent: Agent): Engine => {
+    if (config.ROSTER_JUDGE_ENGINE === undefined) return engineFor(agent);
+    judge ??= createEngine(config.ROSTER_JUDGE_ENGINE, keys);
+    if (config.PRIVACY === 'strict' && !judge.local) {
+      throw new RosterError('privacy_strict', `PRIVACY=strict keeps memory-bearing calls on this machine, but ROSTER_JUDGE_ENGINE=${config.ROSTER_JUDGE_ENGINE} is remote.`);
+    }
+    return judge;
+  };
   const core = createCore({ database: options.database, memory, engineFor, ...(options.logger === undefined ? {} : { logger: options.logger }) });
-  return { embedder, memory, core, engineFor };
+  return { embedder, memory, core, engineFor, judgeFor };
 }

@@ -1,5 +1,7 @@
 import { startGateway } from '@roster/gateway';
+import { connectionFromUrl, createQueues, type QueueSet } from '@roster/jobs';
 import { ensureRedis } from '@roster/redis';
+import { createRuntime } from '@roster/runtime';
 import { createServer, listen } from '@roster/server';
 import { startWorker } from '@roster/worker';
 import type { CommandIo } from '../io.js';
@@ -21,16 +23,24 @@ export async function runServices(args: string[], io: CommandIo, services: reado
   try {
     const redis = await ensureRedis({ url: config.REDIS_URL, dataDir: config.ROSTER_DATA_DIR, logger, allowPrivate: allowPrivateRedis });
     stops.push(() => redis.stop());
+    const runtime = await createRuntime({ config, database, logger });
+    // The server shows the queues in Bull Board; with a worker in this process, they are its own.
+    let queues: QueueSet | undefined;
     if (services.includes('worker')) {
-      const worker = await startWorker({ config, database, redisUrl: redis.url, logger });
+      const worker = await startWorker({ config, database, runtime, redisUrl: redis.url, logger });
       stops.push(() => worker.stop());
+      queues = worker.jobs.queues;
+    } else if (services.includes('server')) {
+      const own = createQueues(connectionFromUrl(redis.url), config.ROSTER_QUEUE_PREFIX);
+      stops.push(() => own.close());
+      queues = own;
     }
     if (services.includes('gateway')) {
       const gateway = await startGateway({ config, database, logger });
       stops.push(() => gateway.stop());
     }
     if (services.includes('server')) {
-      const app = createServer({ config, database, redisUrl: redis.url, logger });
+      const app = await createServer({ config, database, redisUrl: redis.url, logger, ...(queues === undefined ? {} : { queues: Object.values(queues.queues) }) });
       const address = await listen(app, config);
       stops.push(() => app.close());
       io.out(`Roster is running at ${address} (${database.kind} database${database.kind === 'embedded' ? ` in ${database.location}` : ''}${redis.private ? ', private Redis' : ''}). Press Ctrl+C to stop.`);

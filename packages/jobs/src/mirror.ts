@@ -1,0 +1,210 @@
+import { memoryBlock, systemPrefix, type Agent, type Engine } from '@roster/core';
+import type { Database } from '@roster/db';
+import { RosterError } from '@roster/errors';
+import type { Memory, SearchResult } from '@roster/memory';
+import { z } from 'zod';
+
+/** Five passes in a row graduate a case; a graduated case is checked again every 30 days. */
+export const graduationStreak = 5;
+export const recheckDays = 30;
+
+export interface MirrorCase {
+  id: string;
+  agentId: string;
+  personId: string | null;
+  text: string;
+  status: 'active' | 'graduated';
+  streak: number;
+  runs: number;
+  lastRunAt: Date | null;
+  graduatedAt: Date | null;
+  nextCheckAt: Date | null;
+}
+
+export interface MirrorRunResult {
+  caseId: string;
+  verdict: 'pass' | 'fail' | 'error';
+  reason: string;
+  streak: number;
+  status: 'active' | 'graduated';
+}
+
+const verdictSchema = z.strictObject({ verdict: z.enum(['pass', 'fail']), reason: z.string().max(2000) });
+
+/** The judge's answer must be exactly `{ "verdict": "pass" | "fail", "reason": … }`; anything else is an error, never a pass. */
+export function parseVerdict(text: string): { verdict: 'pass' | 'fail'; reason: string } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text.trim());
+  } catch {
+    throw new RosterError('judge_invalid', `The judge did not answer JSON: ${JSON.stringify(text.slice(0, 120))}.`);
+  }
+  const result = verdictSchema.safeParse(parsed);
+  if (!result.success) throw new RosterError('judge_invalid', `The judge's JSON is not {"verdict": "pass"|"fail", "reason": …}: ${JSON.stringify(text.slice(0, 120))}.`);
+  return result.data;
+}
+
+export const judgeSystem = `You judge whether an AI agent has learned from a correction a person gave it.
+You get the correction and the agent's answer to a situation of the same kind.
+Answer only with strict JSON: {"verdict": "pass" | "fail", "reason": "<one sentence>"}.
+"pass" means the answer does not repeat the corrected mistake; "fail" means it does.`;
+
+export function probeMessage(correction: string): string {
+  return `You are in a situation of the same kind as this correction a person gave you: "${correction}". Say concretely what you do.`;
+}
+
+interface CaseRow {
+  id: string;
+  agent_id: string;
+  person_id: string | null;
+  text: string;
+  status: 'active' | 'graduated';
+  streak: number;
+  runs: number;
+  last_run_at: Date | null;
+  graduated_at: Date | null;
+  next_check_at: Date | null;
+}
+const toCase = (row: CaseRow): MirrorCase => ({
+  id: row.id,
+  agentId: row.agent_id,
+  personId: row.person_id,
+  text: row.text,
+  status: row.status,
+  streak: row.streak,
+  runs: row.runs,
+  lastRunAt: row.last_run_at,
+  graduatedAt: row.graduated_at,
+  nextCheckAt: row.next_check_at,
+});
+
+/** Tonight's cases of one agent: never-run first, then least recently run; graduated ones only when their monthly check is due. */
+export async function dueCases(database: Database, agentId: string, limit: number, now = new Date()): Promise<MirrorCase[]> {
+  return database.adminScope('mirror: choose tonight’s cases', async (tx) => {
+    const { rows } = await tx.query<CaseRow>(
+      `select * from mirror_cases
+       where agent_id = $1 and text <> ''
+         and (status = 'active' or (status = 'graduated' and next_check_at <= $3))
+       order by last_run_at asc nulls first, created_at asc
+       limit $2`,
+      [agentId, limit, now],
+    );
+    return rows.map(toCase);
+  });
+}
+
+export interface MirrorOptions {
+  database: Database;
+  memory: Memory;
+  engineFor: (agent: Agent) => Engine;
+  judgeFor: (agent: Agent) => Engine;
+}
+
+/**
+ * Replay one case: the agent's real prompt (its own active lessons, the facts
+ * the original person's scope would retrieve) answers a situation of the same
+ * kind; a separate judge call decides. Every run is stored.
+ */
+export async function replayCase(options: MirrorOptions, agent: Agent, mirrorCase: MirrorCase, now = new Date()): Promise<MirrorRunResult> {
+  const { database, memory } = options;
+  const lessons = await database.withScope({ agentId: agent.id, personId: null, audience: 'agent' }, async (tx) => {
+    const { rows } = await tx.query<{ id: string; text: string }>(`select id, text from lessons where status = 'active' order by approved_at, id`);
+    return rows;
+  });
+  let facts: SearchResult[] = [];
+  let person = null;
+  if (mirrorCase.personId !== null) {
+    const scope = { agentId: agent.id, personId: mirrorCase.personId, audience: 'private' as const };
+    facts = await memory.search(scope, mirrorCase.text, { limit: 8, tokenBudget: 800 });
+    person = await database.adminScope('mirror: name the person of a case', async (tx) => {
+      const { rows } = await tx.query<{ id: string; name: string; role: 'owner' | 'member' | 'guest' }>('select id, name, role from people where id = $1', [mirrorCase.personId]);
+      return rows[0] ?? null;
+    });
+  }
+  const engine = options.engineFor(agent);
+  const judge = options.judgeFor(agent);
+  let answer = '';
+  let verdict: MirrorRunResult['verdict'];
+  let reason: string;
+  try {
+    const probe = await engine.run({
+      system: systemPrefix(agent, lessons.map((lesson) => lesson.text), false),
+      memory: memoryBlock({ person, channel: 'mirror', kind: 'dm', facts }),
+      history: [],
+      message: probeMessage(mirrorCase.text),
+      tools: [],
+    });
+    answer = probe.text;
+    if (judge.id === 'offline') {
+      throw new RosterError('judge_unavailable', 'The offline engine cannot judge a replay: set ROSTER_JUDGE_ENGINE to a language model.');
+    }
+    const judged = await judge.run({
+      system: judgeSystem,
+      memory: '',
+      history: [],
+      message: `Correction: ${mirrorCase.text}\n\nAgent's answer: ${answer}`,
+      tools: [],
+    });
+    ({ verdict, reason } = parseVerdict(judged.text));
+  } catch (error) {
+    if (!RosterError.isInstance(error)) throw error;
+    if (error.retryable) throw error;
+    verdict = 'error';
+    reason = error.message;
+  }
+  return database.adminScope('mirror: record a run', async (tx) => {
+    await tx.query(
+      `insert into mirror_runs (case_id, agent_id, lessons_shown, answer, verdict, reason) values ($1, $2, $3, $4, $5, $6)`,
+      [mirrorCase.id, agent.id, JSON.stringify(lessons), answer.slice(0, 8000), verdict, reason.slice(0, 2000)],
+    );
+    let streak = mirrorCase.streak;
+    let status = mirrorCase.status;
+    let graduatedAt = mirrorCase.graduatedAt;
+    let nextCheckAt = mirrorCase.nextCheckAt;
+    if (verdict === 'pass') {
+      streak += 1;
+      if (status === 'active' && streak >= graduationStreak) {
+        status = 'graduated';
+        graduatedAt = now;
+      }
+      if (status === 'graduated') nextCheckAt = new Date(now.getTime() + recheckDays * 86_400_000);
+    } else if (verdict === 'fail') {
+      // A fail reactivates a graduated case and restarts the streak.
+      streak = 0;
+      status = 'active';
+      graduatedAt = null;
+      nextCheckAt = null;
+    }
+    await tx.query(
+      `update mirror_cases set streak = $2, status = $3, graduated_at = $4, next_check_at = $5, runs = runs + 1, last_run_at = $6 where id = $1`,
+      [mirrorCase.id, streak, status, graduatedAt, nextCheckAt, now],
+    );
+    return { caseId: mirrorCase.id, verdict, reason, streak, status };
+  });
+}
+
+export interface MirrorReport {
+  agentId: string;
+  /** Cases whose last verdict passed, or that graduated. */
+  learned: number;
+  total: number;
+  /** "N of M corrections no longer repeated". */
+  summary: string;
+  cases: Array<MirrorCase & { history: Array<{ verdict: string; reason: string; ranAt: Date; lessonsShown: unknown }> }>;
+}
+
+export async function mirrorReport(database: Database, agentId: string): Promise<MirrorReport> {
+  return database.adminScope('owner: the mirror report', async (tx) => {
+    const cases = (await tx.query<CaseRow>('select * from mirror_cases where agent_id = $1 order by created_at', [agentId])).rows.map(toCase);
+    const runs = await tx.query<{ case_id: string; verdict: string; reason: string; ran_at: Date; lessons_shown: unknown }>(
+      'select case_id, verdict, reason, ran_at, lessons_shown from mirror_runs where agent_id = $1 order by ran_at',
+      [agentId],
+    );
+    const withHistory = cases.map((item) => ({
+      ...item,
+      history: runs.rows.filter((run) => run.case_id === item.id).map((run) => ({ verdict: run.verdict, reason: run.reason, ranAt: run.ran_at, lessonsShown: run.lessons_shown })),
+    }));
+    const learned = withHistory.filter((item) => item.status === 'graduated' || item.history.filter((run) => run.verdict !== 'error').at(-1)?.verdict === 'pass').length;
+    return { agentId, learned, total: cases.length, summary: `${learned} of ${cases.length} corrections no longer repeated`, cases: withHistory };
+  });
+}

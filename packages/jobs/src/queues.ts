@@ -1,0 +1,74 @@
+import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
+import { z } from 'zod';
+
+/** Every job Roster runs, one queue each, so that Bull Board shows them apart. */
+export const jobNames = ['fade', 'harvest', 'mirror', 'review', 'extract', 'embed', 'episodes'] as const;
+export type JobName = (typeof jobNames)[number];
+
+const agentId = z.string().uuid();
+
+/** The payload of each job. Payloads carry ids and options, never memory content. */
+export const payloadSchemas = {
+  fade: z.object({ days: z.number().int().min(1).max(3650).optional(), batchSize: z.number().int().min(1).max(10_000).optional() }),
+  harvest: z.object({ agentId: agentId.optional() }),
+  mirror: z.object({ agentId: agentId.optional(), limit: z.number().int().min(1).max(100).optional() }),
+  review: z.object({ agentId: agentId.optional() }),
+  extract: z.object({
+    agentId: agentId.optional(),
+    conversationId: z.string().uuid().optional(),
+    personId: z.string().uuid().optional(),
+    idleMinutes: z.number().min(0).max(10_080).optional(),
+  }),
+  embed: z.object({ factId: z.string().uuid().optional(), model: z.string().optional(), all: z.boolean().optional(), agentId: agentId.optional() }),
+  episodes: z.object({ agentId: agentId.optional(), conversationId: z.string().uuid().optional(), idleMinutes: z.number().min(0).max(10_080).optional() }),
+} satisfies Record<JobName, z.ZodType>;
+
+export type JobPayload<N extends JobName> = z.output<(typeof payloadSchemas)[N]>;
+
+/** Retries with backoff; completed jobs are kept a while so that a re-add with the same id is a no-op. */
+export const defaultJobOptions: JobsOptions = {
+  attempts: 4,
+  backoff: { type: 'exponential', delay: 2000 },
+  removeOnComplete: { age: 7 * 24 * 3600, count: 10_000 },
+  removeOnFail: { age: 30 * 24 * 3600 },
+};
+
+export interface QueueSet {
+  prefix: string;
+  queues: Record<JobName, Queue>;
+  close(): Promise<void>;
+}
+
+/** BullMQ queues of every job, under one key prefix (tests use a prefix of their own). */
+export function createQueues(connection: ConnectionOptions, prefix = 'roster'): QueueSet {
+  const queues = Object.fromEntries(
+    jobNames.map((name) => [name, new Queue(name, { connection, prefix, defaultJobOptions })]),
+  ) as Record<JobName, Queue>;
+  return {
+    prefix,
+    queues,
+    async close() {
+      await Promise.all(Object.values(queues).map((queue) => queue.close()));
+    },
+  };
+}
+
+/** Which queue an outbox row goes to: its `queue` column names the job. */
+export function isJobName(name: string): name is JobName {
+  return (jobNames as readonly string[]).includes(name);
+}
+
+/** Redis connection options for BullMQ from a redis:// URL. */
+export function connectionFromUrl(url: string): ConnectionOptions {
+  const parsed = new URL(url);
+  return {
+    host: parsed.hostname,
+    port: Number(parsed.port || 6379),
+    ...(parsed.password === '' ? {} : { password: decodeURIComponent(parsed.password) }),
+    ...(parsed.username === '' ? {} : { username: decodeURIComponent(parsed.username) }),
+    ...(parsed.pathname.length > 1 ? { db: Number(parsed.pathname.slice(1)) } : {}),
+    ...(parsed.protocol === 'rediss:' ? { tls: {} } : {}),
+    // BullMQ workers block on Redis; they must not give up on a slow command.
+    maxRetriesPerRequest: null,
+  };
+}

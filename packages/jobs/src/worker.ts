@@ -1,0 +1,132 @@
+import type { Logger } from '@roster/config';
+import { RosterError } from '@roster/errors';
+import { QueueEvents, UnrecoverableError, Worker, type ConnectionOptions, type Job } from 'bullmq';
+import { handlers, type JobDependencies } from './handlers.js';
+import { runAsJob } from './job-context.js';
+import { createQueues, jobNames, payloadSchemas, type JobName, type QueueSet } from './queues.js';
+import { startRelayLoop } from './relay.js';
+
+export interface ScheduleOptions {
+  /** The local hour of the nightly jobs (default 3). */
+  hour: number;
+  /** An IANA time zone (default the process's own). */
+  timezone: string;
+  /** How often idle conversations are looked for, for extraction and episodes (default 10 minutes). */
+  idleCheckMs: number;
+  /** How long a conversation is quiet before extraction and episodes (default 30 minutes). */
+  idleMinutes: number;
+}
+
+export interface JobWorkerOptions extends JobDependencies {
+  connection: ConnectionOptions;
+  prefix?: string;
+  schedule?: Partial<ScheduleOptions>;
+  /** Register the schedulers (default true). */
+  schedulers?: boolean;
+  /** Relay the outbox from this process (default true). */
+  relay?: boolean;
+  relayIntervalMs?: number;
+  concurrency?: number;
+  /** How long a job's lock lasts before a crashed worker's job is taken up again (default 30 s). */
+  lockDurationMs?: number;
+  stalledIntervalMs?: number;
+}
+
+export interface JobWorker {
+  queues: QueueSet;
+  stop(): Promise<void>;
+}
+
+/** Run one job's handler with its payload checked; a non-retryable failure becomes BullMQ's UnrecoverableError. */
+export async function processJob(deps: JobDependencies, job: Job): Promise<Record<string, unknown>> {
+  const name = job.queueName as JobName;
+  const parsed = payloadSchemas[name].safeParse(job.data ?? {});
+  if (!parsed.success) throw new UnrecoverableError(`Bad payload for ${name}: ${parsed.error.message}`);
+  try {
+    return await runAsJob(name, () =>
+      (handlers[name] as (d: JobDependencies, p: unknown, r: { progress: (value: number | Record<string, unknown>) => Promise<void> }) => Promise<Record<string, unknown>>)(deps, parsed.data, {
+        progress: (value) => job.updateProgress(value),
+      }),
+    );
+  } catch (error) {
+    if (RosterError.isInstance(error) && !error.retryable) throw new UnrecoverableError(`${error.code}: ${error.message}`);
+    throw error;
+  }
+}
+
+/** The nightly schedule; upserting a scheduler by id is idempotent, so any number of workers register it once. */
+export async function registerSchedulers(queues: QueueSet, schedule: ScheduleOptions): Promise<void> {
+  const nightly: Array<[JobName, number]> = [
+    ['fade', 0],
+    ['harvest', 5],
+    ['review', 10],
+    ['mirror', 20],
+  ];
+  for (const [name, minute] of nightly) {
+    await queues.queues[name].upsertJobScheduler(`nightly-${name}`, { pattern: `${minute} ${schedule.hour} * * *`, tz: schedule.timezone }, { name, data: {} });
+  }
+  for (const name of ['extract', 'episodes'] as const) {
+    await queues.queues[name].upsertJobScheduler(`idle-${name}`, { every: schedule.idleCheckMs }, { name, data: { idleMinutes: schedule.idleMinutes } });
+  }
+}
+
+/** Consume every queue, relay the outbox, keep the schedule. Stopping finishes or returns in-flight jobs. */
+export async function startJobWorker(options: JobWorkerOptions): Promise<JobWorker> {
+  const log = options.logger?.child({ component: 'worker' });
+  const queues = createQueues(options.connection, options.prefix);
+  const schedule: ScheduleOptions = {
+    hour: options.schedule?.hour ?? 3,
+    timezone: options.schedule?.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
+    idleCheckMs: options.schedule?.idleCheckMs ?? 10 * 60_000,
+    idleMinutes: options.schedule?.idleMinutes ?? 30,
+  };
+  if (options.schedulers !== false) await registerSchedulers(queues, schedule);
+  const workers = jobNames.map(
+    (name) =>
+      new Worker(name, (job) => processJob(options, job), {
+        connection: options.connection,
+        prefix: queues.prefix,
+        concurrency: options.concurrency ?? 1,
+        lockDuration: options.lockDurationMs ?? 30_000,
+        stalledInterval: options.stalledIntervalMs ?? 30_000,
+        maxStalledCount: 2,
+      }),
+  );
+  for (const worker of workers) {
+    worker.on('failed', (job, error) => log?.warn({ queue: worker.name, job: job?.id, err: error }, 'job failed'));
+    worker.on('error', (error) => log?.warn({ queue: worker.name, err: error }, 'worker error'));
+  }
+  const relay = options.relay === false ? undefined : startRelayLoop(options.database, queues, { ...(options.relayIntervalMs === undefined ? {} : { intervalMs: options.relayIntervalMs }), ...(log === undefined ? {} : { logger: log }) });
+  log?.info({ queues: jobNames, prefix: queues.prefix, nightlyHour: schedule.hour, timezone: schedule.timezone }, 'worker ready');
+  return {
+    queues,
+    async stop() {
+      await relay?.stop();
+      await Promise.all(workers.map((worker) => worker.close()));
+      await queues.close();
+    },
+  };
+}
+
+/** Enqueue a job now and, if asked, wait for its result (`roster jobs run`). */
+export async function runJobNow(
+  connection: ConnectionOptions,
+  name: JobName,
+  payload: Record<string, unknown>,
+  options: { prefix?: string; wait?: boolean; timeoutMs?: number } = {},
+): Promise<{ id: string; result?: unknown }> {
+  const parsed = payloadSchemas[name].safeParse(payload);
+  if (!parsed.success) throw new RosterError('job_payload_invalid', `Bad options for ${name}: ${parsed.error.message}`);
+  const queues = createQueues(connection, options.prefix);
+  const events = options.wait === true ? new QueueEvents(name, { connection, prefix: queues.prefix }) : undefined;
+  try {
+    if (events !== undefined) await events.waitUntilReady();
+    const job = await queues.queues[name].add(name, parsed.data, { attempts: 1 });
+    if (events === undefined) return { id: job.id! };
+    const result = await job.waitUntilFinished(events, options.timeoutMs ?? 10 * 60_000);
+    return { id: job.id!, result };
+  } finally {
+    await events?.close();
+    await queues.close();
+  }
+}
