@@ -6,7 +6,9 @@
 alter table facts
   add column search_vector tsvector
     generated always as (to_tsvector('english', content)) stored;
-create index facts_search_idx on facts using gin (search_vector);
+-- No pending list: the embedded database has no autovacuum to flush one, and
+-- an unflushed list makes every search read it whole.
+create index facts_search_idx on facts using gin (search_vector) with (fastupdate = off);
 create index facts_hash_idx on facts (agent_id, content_hash);
 create index facts_fade_idx on facts (trust, recorded_at) where trust in ('active', 'candidate');
 

@@ -19,7 +19,8 @@ export interface SearchOptions {
   diversity?: number;
   /**
    * Scopes with at most this many vectors are searched exactly (a scan of the
-   * scope, perfect recall); larger ones through HNSW with iterative scans.
+   * scope, perfect recall); larger ones through HNSW with iterative scans
+   * (default 2,000: counting further costs more than it saves).
    */
   exactBelow?: number;
   /** The moment recency is measured from (default now). */
@@ -79,7 +80,7 @@ export async function searchFacts(database: Database, embedder: Embedder, scope:
   return database.withScope(scope, async (tx) => {
     const fullText = mode === 'vector' ? [] : await fullTextArm(tx, text, candidates);
     const vector =
-      queryVector === null ? [] : await vectorArm(tx, embedder, queryVector, candidates, options.exactBelow ?? 5000);
+      queryVector === null ? [] : await vectorArm(tx, embedder, queryVector, candidates, options.exactBelow ?? 2000);
     const ids = [...new Set([...fullText, ...vector].map((hit) => hit.id))];
     if (ids.length === 0) return [];
 
@@ -119,14 +120,8 @@ export async function searchFacts(database: Database, embedder: Embedder, scope:
 async function fullTextArm(tx: ScopedTransaction, text: string, candidates: number): Promise<ArmHit[]> {
   const tsquery = anyWordQuery(text);
   if (tsquery === null) return [];
-  const { rows } = await tx.query<{ id: string; score: number }>(
-    `select f.id, ts_rank_cd(f.search_vector, q.query) as score
-     from facts f, to_tsquery('english', $1) as q(query)
-     where f.search_vector @@ q.query and f.trust = any($2) and (f.valid_to is null or f.valid_to > now())
-     order by score desc, f.recorded_at desc
-     limit $3`,
-    [tsquery, readableTrust, candidates],
-  );
+  // One function applies the scope rule itself, so that the GIN index can serve the match (see migration 0005).
+  const { rows } = await tx.query<{ id: string; score: number }>('select id, score from roster_search_full_text($1, $2)', [tsquery, candidates]);
   return rows.map((row, index) => ({ id: row.id, rank: index + 1, value: Number(row.score) }));
 }
 
@@ -150,7 +145,7 @@ async function vectorArm(tx: ScopedTransaction, embedder: Embedder, queryVector:
     await tx.query(
       `select set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', $1, true),
               set_config('enable_sort', 'off', true)`,
-      [String(Math.min(Math.max(candidates, 40), 1000))],
+      [String(Math.min(Math.max(candidates, 100), 1000))],
     );
   }
   const { rows } = await tx.query<{ id: string; distance: number }>(
