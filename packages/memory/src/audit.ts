@@ -28,6 +28,23 @@ export async function appendEvent(tx: Transaction, event: MemoryEvent): Promise<
   return { id: row.id, seq: Number(row.seq), hash: row.hash };
 }
 
+/** Append many events, in order, in one statement (batch jobs); each is chained and checked as by appendEvent. */
+export async function appendEvents(tx: Transaction, events: readonly MemoryEvent[]): Promise<number> {
+  if (events.length === 0) return 0;
+  const payload = events.map((event) => ({
+    agent_id: event.agentId,
+    person_id: event.personId,
+    actor_kind: event.actor.kind,
+    actor_id: event.actor.id ?? null,
+    action: event.action,
+    target_kind: event.targetKind,
+    target_id: event.targetId,
+    detail: redactDetail(event.detail ?? {}),
+  }));
+  const { rows } = await tx.query<{ count: number }>('select roster_append_events($1::jsonb) as count', [JSON.stringify(payload)]);
+  return Number(rows[0]?.count ?? 0);
+}
+
 function redactDetail(value: unknown): unknown {
   if (typeof value === 'string') return redactSecrets(value).text;
   if (Array.isArray(value)) return value.map(redactDetail);

@@ -1,5 +1,5 @@
 import type { Database } from '@roster/db';
-import { appendEvent } from './audit.js';
+import { appendEvents } from './audit.js';
 
 /** Categories that never fade, however long unused. */
 export const protectedCategories = ['identity', 'safety', 'pinned', 'preference'] as const;
@@ -56,18 +56,20 @@ export async function fade(database: Database, options: FadeOptions = {}): Promi
          returning f.id, f.agent_id, f.person_id, 'faded' as trust`,
         [cutoff, minUses, [...protectedCategories], batchSize],
       );
-      for (const row of rows) {
-        agents.add(row.agent_id);
-        await appendEvent(tx, {
+      for (const row of rows) agents.add(row.agent_id);
+      // One event per fact, sent as one statement per batch.
+      await appendEvents(
+        tx,
+        rows.map((row) => ({
           agentId: row.agent_id,
           personId: row.person_id,
-          actor: { kind: 'job', id: 'fade' },
+          actor: { kind: 'job' as const, id: 'fade' },
           action: 'fade',
-          targetKind: 'fact',
+          targetKind: 'fact' as const,
           targetId: row.id,
           detail: { unused_days: days, min_uses: minUses },
-        });
-      }
+        })),
+      );
       return rows.length;
     });
     if (count === 0) break;

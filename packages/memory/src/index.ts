@@ -1,4 +1,4 @@
-export { appendEvent, verifyAudit, type ChainReport, type MemoryEvent } from './audit.js';
+export { appendEvent, appendEvents, verifyAudit, type ChainReport, type MemoryEvent } from './audit.js';
 export * from './embedders/index.js';
 export { ensureEmbeddingModel, writeEmbedding } from './embeddings.js';
 export { FactNotFoundError, FactStateError, RejectedStatementError, TombstonedError } from './errors.js';

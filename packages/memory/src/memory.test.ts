@@ -397,6 +397,13 @@ describe('fade and uses', () => {
 
     const report = await fade(f.database, { batchSize: 1 });
     expect(report).toMatchObject({ faded: 2, agents: 2 });
+    // One event per faded fact, each in its agent's intact chain.
+    const chains = await verifyAudit(f.database);
+    expect(chains.every((chain) => chain.ok)).toBe(true);
+    const fadeEvents = await f.database.adminScope('test: fade events', async (tx) =>
+      (await tx.query<{ target_id: string }>(`select target_id from memory_events where action = 'fade' order by target_id`)).rows.map((row) => row.target_id),
+    );
+    expect(fadeEvents).toEqual([old.fact.id, oldCoder.fact.id].sort());
     const trust = async (scope: Scope, id: string) =>
       f.database.withScope(scope, async (tx) => (await tx.query<{ trust: string }>('select trust from facts where id = $1', [id])).rows[0]!.trust);
     expect(await trust(f.dm('scout', 'ada'), old.fact.id)).toBe('faded');
