@@ -25,7 +25,20 @@ export interface SearchOptions {
   exactBelow?: number;
   /** The moment recency is measured from (default now). */
   now?: Date;
+  /**
+   * How much each arm's reciprocal rank counts in the fusion (defaults:
+   * full text 1, vector `defaultVectorWeight`).
+   */
+  weights?: { fullText?: number; vector?: number };
 }
+
+/**
+ * The vector arm's vote against the full-text arm's. Measured on LoCoMo with
+ * the hashing embedder (docs/benchmarks.md): its vectors mostly repeat the
+ * words full text already matched, and an equal vote let its weaker ranking
+ * push good full-text hits out.
+ */
+export const defaultVectorWeight = 1;
 
 /** Reciprocal-rank fusion constant (the usual 60). */
 const rrfK = 60;
@@ -65,6 +78,8 @@ export async function searchFacts(database: Database, embedder: Embedder, scope:
   const tokenBudget = options.tokenBudget ?? 2000;
   const lambda = options.diversity ?? 0.75;
   const now = options.now ?? new Date();
+  const fullTextWeight = options.weights?.fullText ?? 1;
+  const vectorWeight = options.weights?.vector ?? defaultVectorWeight;
 
   let queryVector: number[] | null = null;
   if (mode !== 'full-text') {
@@ -99,7 +114,7 @@ export async function searchFacts(database: Database, embedder: Embedder, scope:
     const scored = readable.map((fact) => {
       const ft = fullTextById.get(fact.id);
       const vec = vectorById.get(fact.id);
-      const fused = (ft === undefined ? 0 : 1 / (rrfK + ft.rank)) + (vec === undefined ? 0 : 1 / (rrfK + vec.rank));
+      const fused = (ft === undefined ? 0 : fullTextWeight / (rrfK + ft.rank)) + (vec === undefined ? 0 : vectorWeight / (rrfK + vec.rank));
       const trustWeight = trustWeights[fact.trust] ?? 0;
       const ageDays = Math.max(0, (now.getTime() - fact.recordedAt.getTime()) / 86_400_000);
       const recencyWeight = 1 + recencyBoost * Math.exp(-ageDays / recencyDays);
