@@ -7,7 +7,7 @@ import { FactNotFoundError, FactStateError, RejectedStatementError, TombstonedEr
 import { renderExport, type ExportFormat } from './export.js';
 import { redactSecrets } from './redact.js';
 import { factColumns, toFact, type FactRow } from './rows.js';
-import { searchFacts, type SearchOptions } from './search.js';
+import { ScopeSizeCache, searchFacts, type SearchOptions } from './search.js';
 import { contentHash, isNearDuplicate, minhash, normalizeText, validateText } from './text.js';
 import { readableTrust, type Actor, type Fact, type Provenance, type SearchResult, type Trust } from './types.js';
 
@@ -67,6 +67,7 @@ const liveTrust: readonly Trust[] = ['candidate', 'active', 'verified', 'dispute
 
 export function createMemory(options: MemoryOptions): Memory {
   const { database, embedder } = options;
+  const scopeSizes = new ScopeSizeCache();
   let prepared = false;
 
   async function prepare(): Promise<void> {
@@ -424,7 +425,7 @@ export function createMemory(options: MemoryOptions): Memory {
 
     async search(scope, query, options) {
       await prepare();
-      return searchFacts(database, embedder, scope, query, options);
+      return searchFacts(database, embedder, scope, query, { scopeSizes, ...options });
     },
 
     async recordUse(scope, factIds, reason, actor) {

@@ -20,9 +20,12 @@ export interface SearchOptions {
   /**
    * Scopes with at most this many vectors are searched exactly (a scan of the
    * scope, perfect recall); larger ones through HNSW with iterative scans
-   * (default 2,000: counting further costs more than it saves).
+   * (default 10,000: up to there the exact scan is about as fast as the graph
+   * with enough candidates, and exact).
    */
   exactBelow?: number;
+  /** Remembers how many vectors a scope holds, so that the count is not paid on every search. */
+  scopeSizes?: ScopeSizeCache;
   /** The moment recency is measured from (default now). */
   now?: Date;
   /**
@@ -39,6 +42,33 @@ export interface SearchOptions {
  * push good full-text hits out.
  */
 export const defaultVectorWeight = 1;
+
+/** Scope sizes, counted once and kept for a few minutes. */
+export class ScopeSizeCache {
+  /** `atLeast`: the count stopped at a limit, so the scope holds that many or more. */
+  private readonly sizes = new Map<string, { count: number; atLeast: boolean; until: number }>();
+  constructor(private readonly ttlMs = 5 * 60_000) {}
+
+  static key(scope: Scope, model: string): string {
+    return `${scope.agentId}|${scope.personId ?? ''}|${scope.audience}|${model}`;
+  }
+
+  /** The scope's size if known well enough to compare with `threshold`. */
+  get(key: string, threshold: number): number | undefined {
+    const entry = this.sizes.get(key);
+    if (entry === undefined || entry.until < Date.now()) return undefined;
+    if (entry.atLeast && entry.count <= threshold) return undefined;
+    return entry.count;
+  }
+
+  set(key: string, count: number, atLeast: boolean): void {
+    if (this.sizes.size > 10_000) this.sizes.clear();
+    this.sizes.set(key, { count, atLeast, until: Date.now() + this.ttlMs });
+  }
+}
+
+/** The vector arm asks the graph for at least this many neighbours: fewer stops the scan too early. */
+const minimumGraphCandidates = 100;
 
 /** Reciprocal-rank fusion constant (the usual 60). */
 const rrfK = 60;
@@ -95,7 +125,7 @@ export async function searchFacts(database: Database, embedder: Embedder, scope:
   return database.withScope(scope, async (tx) => {
     const fullText = mode === 'vector' ? [] : await fullTextArm(tx, text, candidates);
     const vector =
-      queryVector === null ? [] : await vectorArm(tx, embedder, queryVector, candidates, options.exactBelow ?? 2000);
+      queryVector === null ? [] : await vectorArm(tx, embedder, queryVector, candidates, options.exactBelow ?? 10_000, options.scopeSizes);
     const ids = [...new Set([...fullText, ...vector].map((hit) => hit.id))];
     if (ids.length === 0) return [];
 
@@ -140,17 +170,31 @@ async function fullTextArm(tx: ScopedTransaction, text: string, candidates: numb
   return rows.map((row, index) => ({ id: row.id, rank: index + 1, value: Number(row.score) }));
 }
 
-async function vectorArm(tx: ScopedTransaction, embedder: Embedder, queryVector: number[], candidates: number, exactBelow: number): Promise<ArmHit[]> {
+async function vectorArm(
+  tx: ScopedTransaction,
+  embedder: Embedder,
+  queryVector: number[],
+  candidates: number,
+  exactBelow: number,
+  sizes: ScopeSizeCache | undefined,
+): Promise<ArmHit[]> {
   const dimensions = queryVector.length;
   if (dimensions !== embedder.dimensions || dimensions === 0) {
     throw new RosterError('embedder_bad_response', `The query vector has ${dimensions} dimensions; the model ${embedder.model} stores ${embedder.dimensions}.`);
   }
   const expression = vectorExpression(dimensions);
-  const size = await tx.query<{ count: string }>(
-    `select count(*) as count from (select 1 from fact_embeddings fe where fe.model = $1 and fe.searchable limit $2) s`,
-    [embedder.model, exactBelow + 1],
-  );
-  if (Number(size.rows[0]?.count ?? 0) <= exactBelow) {
+  const key = ScopeSizeCache.key(tx.scope, embedder.model);
+  let size = sizes?.get(key, exactBelow);
+  if (size === undefined) {
+    const counted = await tx.query<{ count: string }>(
+      `select count(*) as count from (select 1 from fact_embeddings fe where fe.model = $1 and fe.searchable limit $2) s`,
+      [embedder.model, exactBelow + 1],
+    );
+    size = Number(counted.rows[0]?.count ?? 0);
+    sizes?.set(key, size, size > exactBelow);
+  }
+  const exact = size <= exactBelow;
+  if (exact) {
     // A small scope: scan it exactly rather than ask the graph.
     await tx.query(`select set_config('enable_indexscan', 'off', true)`);
   } else {
@@ -160,7 +204,7 @@ async function vectorArm(tx: ScopedTransaction, embedder: Embedder, queryVector:
     await tx.query(
       `select set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', $1, true),
               set_config('enable_sort', 'off', true)`,
-      [String(Math.min(Math.max(candidates, 100), 1000))],
+      [String(Math.min(Math.max(candidates, minimumGraphCandidates), 1000))],
     );
   }
   const { rows } = await tx.query<{ id: string; distance: number }>(
@@ -169,7 +213,7 @@ async function vectorArm(tx: ScopedTransaction, embedder: Embedder, queryVector:
      where fe.model = $2 and fe.searchable
      order by ${expression} <=> $1::vector(${dimensions})
      limit $3`,
-    [toVectorLiteral(queryVector), embedder.model, candidates],
+    [toVectorLiteral(queryVector), embedder.model, exact ? candidates : Math.max(candidates, minimumGraphCandidates)],
   );
   await tx.query(`select set_config('enable_indexscan', 'on', true), set_config('enable_sort', 'on', true)`);
   // relaxed_order may return neighbours slightly out of order.
