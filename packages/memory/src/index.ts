@@ -6,6 +6,6 @@ export { renderExport, type ExportFormat } from './export.js';
 export { fade, protectedCategories, type FadeOptions, type FadeReport } from './fade.js';
 export { createMemory, type HistoryEntry, type Memory, type MemoryOptions, type RememberInput, type UseReason } from './memory.js';
 export { containsSecret, redactSecrets } from './redact.js';
-export { anyWordQuery, defaultVectorWeight, ScopeSizeCache, searchFacts, type SearchOptions } from './search.js';
+export { anyWordQuery, defaultVectorWeight, hashingVectorWeight, ScopeSizeCache, searchFacts, type SearchOptions } from './search.js';
 export { contentHash, estimateJaccard, isNearDuplicate, MemoryInputError, minhash, normalizeText, validateText } from './text.js';
 export * from './types.js';

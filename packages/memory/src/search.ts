@@ -30,18 +30,25 @@ export interface SearchOptions {
   now?: Date;
   /**
    * How much each arm's reciprocal rank counts in the fusion (defaults:
-   * full text 1, vector `defaultVectorWeight`).
+   * full text 1, vector `defaultVectorWeight(model)`).
    */
   weights?: { fullText?: number; vector?: number };
 }
 
 /**
- * The vector arm's vote against the full-text arm's. Measured on LoCoMo with
- * the hashing embedder (docs/benchmarks.md): its vectors mostly repeat the
- * words full text already matched, and an equal vote let its weaker ranking
- * push good full-text hits out.
+ * The vector arm's vote against the full-text arm's, for the hashing
+ * embedder. Its vectors mostly repeat the words full text already matched,
+ * and an equal vote let its weaker ranking push good full-text hits out:
+ * chosen on LoCoMo conversations 1–3 among 0.25, 0.5, 0.75 and 1, reported on
+ * conversations 4–7 (docs/benchmarks.md). Other embedders get an equal vote,
+ * the usual reciprocal-rank fusion, until measured.
  */
-export const defaultVectorWeight = 1;
+export const hashingVectorWeight = 0.25;
+
+/** The vector arm's default vote for an embedder model. */
+export function defaultVectorWeight(model: string): number {
+  return model.startsWith('hashing') ? hashingVectorWeight : 1;
+}
 
 /** Scope sizes, counted once and kept for a few minutes. */
 export class ScopeSizeCache {
@@ -109,7 +116,7 @@ export async function searchFacts(database: Database, embedder: Embedder, scope:
   const lambda = options.diversity ?? 0.75;
   const now = options.now ?? new Date();
   const fullTextWeight = options.weights?.fullText ?? 1;
-  const vectorWeight = options.weights?.vector ?? defaultVectorWeight;
+  const vectorWeight = options.weights?.vector ?? defaultVectorWeight(embedder.model);
 
   let queryVector: number[] | null = null;
   if (mode !== 'full-text') {
