@@ -122,7 +122,8 @@ describe('the learning loop', () => {
 
     for (let night = 1; night <= 5; night += 1) {
       verdicts.push(`{"verdict": "pass", "reason": "night ${night}: uses 17:00"}`);
-      const result = await loop.run('mirror', { agentId: loop.ids.scout });
+      // Each night is a new night: the test does not wait 20 hours between them.
+      const result = await loop.run('mirror', { agentId: loop.ids.scout, rerunAfterHours: 0 });
       expect(result).toMatchObject({ replayed: 1, passed: 1 });
     }
     let report = await mirrorReport(loop.test.database, loop.ids.scout);
@@ -135,10 +136,12 @@ describe('the learning loop', () => {
     expect(judged.join('\n')).toContain('17:00');
 
     // A graduated case rests until its monthly check.
-    expect(await loop.run('mirror', { agentId: loop.ids.scout })).toMatchObject({ replayed: 0 });
+    expect(await loop.run('mirror', { agentId: loop.ids.scout, rerunAfterHours: 0 })).toMatchObject({ replayed: 0 });
     await loop.test.database.adminScope('test: a month passes', (tx) => tx.query(`update mirror_cases set next_check_at = now() - interval '1 second'`));
     verdicts.push('{"verdict": "fail", "reason": "said 5pm again"}');
-    expect(await loop.run('mirror', { agentId: loop.ids.scout })).toMatchObject({ replayed: 1, failed: 1 });
+    expect(await loop.run('mirror', { agentId: loop.ids.scout, rerunAfterHours: 0 })).toMatchObject({ replayed: 1, failed: 1 });
+    // Run again the same night: the case is not replayed, nor counted, twice.
+    expect(await loop.run('mirror', { agentId: loop.ids.scout })).toMatchObject({ replayed: 0 });
     report = await mirrorReport(loop.test.database, loop.ids.scout);
     expect(report.cases[0]).toMatchObject({ status: 'active', streak: 0 });
     expect(report.summary).toBe('0 of 1 corrections no longer repeated');
@@ -150,7 +153,7 @@ describe('the learning loop', () => {
     verdicts.push('Sure! {"verdict": "pass", "reason": "fine"}');
     expect(await loop.run('mirror', { agentId: loop.ids.scout })).toMatchObject({ replayed: 1, passed: 0, errors: 1 });
     verdicts.push('{"verdict": "pass", "reason": "ok", "confidence": 1}');
-    expect(await loop.run('mirror', { agentId: loop.ids.scout })).toMatchObject({ errors: 1 });
+    expect(await loop.run('mirror', { agentId: loop.ids.scout, rerunAfterHours: 0 })).toMatchObject({ errors: 1 });
     const report = await mirrorReport(loop.test.database, loop.ids.scout);
     expect(report.cases[0]).toMatchObject({ streak: 0, status: 'active' });
     expect(report.cases[0]!.history.map((run) => run.verdict)).toEqual(['error', 'error']);

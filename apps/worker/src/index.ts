@@ -5,7 +5,7 @@ import { pingRedis } from '@roster/redis';
 import type { Runtime } from '@roster/runtime';
 
 export interface WorkerOptions {
-  config: Pick<Config, 'ROSTER_NIGHTLY_HOUR' | 'ROSTER_TIMEZONE' | 'ROSTER_IDLE_MINUTES' | 'ROSTER_QUEUE_PREFIX'>;
+  config: Pick<Config, 'ROSTER_NIGHTLY_HOUR' | 'ROSTER_TIMEZONE' | 'ROSTER_IDLE_MINUTES' | 'ROSTER_QUEUE_PREFIX' | 'ROSTER_JOB_LOCK_SECONDS'>;
   database: Database;
   runtime: Runtime;
   redisUrl: string;
@@ -34,6 +34,9 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     logger: options.logger,
     connection: connectionFromUrl(options.redisUrl),
     prefix: options.config.ROSTER_QUEUE_PREFIX,
+    // A dead worker's job is found by another worker's stalled check: its lock must have run out, and the check must run.
+    lockDurationMs: options.config.ROSTER_JOB_LOCK_SECONDS * 1000,
+    stalledIntervalMs: options.config.ROSTER_JOB_LOCK_SECONDS * 1000,
     schedule: {
       hour: options.config.ROSTER_NIGHTLY_HOUR,
       idleMinutes: options.config.ROSTER_IDLE_MINUTES,

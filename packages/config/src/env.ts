@@ -157,6 +157,11 @@ export const environment = {
     example: '30',
     description: 'How long a conversation is quiet before facts are extracted from it and its episode is written.',
   },
+  ROSTER_JOB_LOCK_SECONDS: {
+    schema: z.coerce.number().int().min(1).max(3600).default(30),
+    example: '30',
+    description: 'How long a running job’s lock lasts: a worker that dies mid-job has its job taken up again after about this long.',
+  },
   ROSTER_QUEUE_PREFIX: {
     schema: z.string().trim().regex(/^[A-Za-z0-9_.:-]{1,64}$/).default('roster'),
     example: 'roster',

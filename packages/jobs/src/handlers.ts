@@ -81,7 +81,7 @@ export const handlers: { [N in JobName]: Handler<N> } = {
     const results: Array<MirrorRunResult & { agent: string }> = [];
     const agents = await agentsOf(deps, payload.agentId);
     for (const agent of agents) {
-      for (const item of await dueCases(deps.database, agent.id, payload.limit ?? 5)) {
+      for (const item of await dueCases(deps.database, agent.id, payload.limit ?? 5, new Date(), payload.rerunAfterHours ?? 20)) {
         results.push({ agent: agent.name, ...(await replayCase(deps, agent, item)) });
         await run.progress({ replayed: results.length });
       }

@@ -79,15 +79,17 @@ const toCase = (row: CaseRow): MirrorCase => ({
 });
 
 /** Tonight's cases of one agent: never-run first, then least recently run; graduated ones only when their monthly check is due. */
-export async function dueCases(database: Database, agentId: string, limit: number, now = new Date()): Promise<MirrorCase[]> {
+export async function dueCases(database: Database, agentId: string, limit: number, now = new Date(), rerunAfterHours = 20): Promise<MirrorCase[]> {
   return database.adminScope('mirror: choose tonight’s cases', async (tx) => {
     const { rows } = await tx.query<CaseRow>(
       `select * from mirror_cases
        where agent_id = $1 and text <> ''
          and (status = 'active' or (status = 'graduated' and next_check_at <= $3))
+         -- A retried or repeated job the same night does not count a case twice.
+         and (last_run_at is null or last_run_at <= $3 - make_interval(secs => $4 * 3600))
        order by last_run_at asc nulls first, created_at asc
        limit $2`,
-      [agentId, limit, now],
+      [agentId, limit, now, rerunAfterHours],
     );
     return rows.map(toCase);
   });

@@ -1,4 +1,4 @@
-import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
+import { Queue, type ConnectionOptions, type JobsOptions, type RedisOptions } from 'bullmq';
 import { z } from 'zod';
 
 /** Every job Roster runs, one queue each, so that Bull Board shows them apart. */
@@ -11,7 +11,12 @@ const agentId = z.string().uuid();
 export const payloadSchemas = {
   fade: z.object({ days: z.number().int().min(1).max(3650).optional(), batchSize: z.number().int().min(1).max(10_000).optional() }),
   harvest: z.object({ agentId: agentId.optional() }),
-  mirror: z.object({ agentId: agentId.optional(), limit: z.number().int().min(1).max(100).optional() }),
+  mirror: z.object({
+    agentId: agentId.optional(),
+    limit: z.number().int().min(1).max(100).optional(),
+    /** A case replayed less than this long ago waits (default 20 hours: once a night, however often the job runs). */
+    rerunAfterHours: z.number().min(0).max(24 * 31).optional(),
+  }),
   review: z.object({ agentId: agentId.optional() }),
   extract: z.object({
     agentId: agentId.optional(),
@@ -39,10 +44,29 @@ export interface QueueSet {
   close(): Promise<void>;
 }
 
-/** BullMQ queues of every job, under one key prefix (tests use a prefix of their own). */
+/**
+ * The connection options of a producer (a Queue that adds jobs). With
+ * ioredis' offline queue on, an `add` while Redis is away waits for it to
+ * come back, for ever; BullMQ's advice for producers is to turn it off, so
+ * that the call fails at once and the caller decides (the outbox keeps the
+ * job). `maxRetriesPerRequest` stays null: a finite limit would also fail a
+ * command in flight when the connection drops, and if that command is the
+ * queue's own start-up check, BullMQ keeps that failure and the queue never
+ * works again, even after Redis returns. Callers bound their own wait
+ * instead (the relay does). A ready-made client is used as it is.
+ */
+export function producerConnection(connection: ConnectionOptions): ConnectionOptions {
+  // BullMQ's own test for a client instance rather than options.
+  if (['connect', 'disconnect', 'duplicate'].every((method) => typeof (connection as unknown as Record<string, unknown>)[method] === 'function')) return connection;
+  const options: RedisOptions = { ...(connection as RedisOptions), enableOfflineQueue: false };
+  return options;
+}
+
+/** BullMQ queues of every job, under one key prefix (tests use a prefix of their own). Producers: they fail fast while Redis is away. */
 export function createQueues(connection: ConnectionOptions, prefix = 'roster'): QueueSet {
+  const producer = producerConnection(connection);
   const queues = Object.fromEntries(
-    jobNames.map((name) => [name, new Queue(name, { connection, prefix, defaultJobOptions })]),
+    jobNames.map((name) => [name, new Queue(name, { connection: producer, prefix, defaultJobOptions })]),
   ) as Record<JobName, Queue>;
   return {
     prefix,

@@ -7,13 +7,37 @@ export interface RelayReport {
   failed: number;
 }
 
+export interface RelayOptions {
+  /** Rows read per statement (default 200). */
+  batchSize?: number;
+  /**
+   * How long one hand-over may wait for Redis before the row is left pending
+   * (default 5 s). A queue made while Redis was away waits for its first
+   * connection; this bounds that wait, so a relay against a dead Redis
+   * reports a failure instead of hanging.
+   */
+  timeoutMs?: number;
+  logger?: Logger;
+}
+
+/** Settle with `promise`, or reject after `ms` (the promise itself is left to settle on its own). */
+function withDeadline<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), ms);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}
+
 /**
  * Move pending outbox rows to BullMQ. The job id is the outbox row's id, so
  * a row relayed twice (a crash between the add and the mark) is one job.
  * While Redis is down nothing is lost: rows stay pending and are retried.
  */
-export async function relayOutbox(database: Database, queues: QueueSet, options: { batchSize?: number; logger?: Logger } = {}): Promise<RelayReport> {
+export async function relayOutbox(database: Database, queues: QueueSet, options: RelayOptions = {}): Promise<RelayReport> {
   const batchSize = options.batchSize ?? 200;
+  const timeoutMs = options.timeoutMs ?? 5000;
+  const unanswered = `Redis did not answer within ${timeoutMs} ms`;
   let relayed = 0;
   let failed = 0;
   for (;;) {
@@ -27,13 +51,18 @@ export async function relayOutbox(database: Database, queues: QueueSet, options:
     if (rows.length === 0) break;
     const done: string[] = [];
     const errors: Array<{ id: string; error: string }> = [];
+    // A row no queue can take is set aside (marked, its reason kept), so that it never blocks the rows behind it.
+    const invalid: Array<{ id: string; error: string }> = [];
     for (const row of rows) {
       if (!isJobName(row.queue) || !payloadSchemas[row.queue].safeParse(row.payload).success) {
-        errors.push({ id: row.id, error: `unknown job ${row.queue}/${row.name} or bad payload` });
+        invalid.push({ id: row.id, error: `set aside: unknown job ${row.queue}/${row.name} or bad payload` });
         continue;
       }
       try {
-        await queues.queues[row.queue].add(row.name, row.payload, { jobId: row.id });
+        const queue = queues.queues[row.queue];
+        // Waiting for the first connection is the one wait the producer options do not bound.
+        await withDeadline(queue.waitUntilReady(), timeoutMs, unanswered);
+        await withDeadline(queue.add(row.name, row.payload, { jobId: row.id }), timeoutMs, unanswered);
         done.push(row.id);
       } catch (error) {
         errors.push({ id: row.id, error: (error as Error).message });
@@ -45,7 +74,11 @@ export async function relayOutbox(database: Database, queues: QueueSet, options:
       for (const error of errors) {
         await tx.query('update outbox set attempts = attempts + 1, last_error = $2 where id = $1', [error.id, error.error.slice(0, 500)]);
       }
+      for (const row of invalid) {
+        await tx.query('update outbox set relayed_at = now(), attempts = attempts + 1, last_error = $2 where id = $1', [row.id, row.error]);
+      }
     });
+    if (invalid.length > 0) options.logger?.warn({ rows: invalid.map((row) => row.id) }, 'outbox rows no queue can take were set aside');
     relayed += done.length;
     failed += errors.length;
     if (errors.length > 0) {

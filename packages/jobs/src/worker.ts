@@ -1,6 +1,6 @@
 import type { Logger } from '@roster/config';
 import { RosterError } from '@roster/errors';
-import { QueueEvents, UnrecoverableError, Worker, type ConnectionOptions, type Job } from 'bullmq';
+import { QueueEvents, UnrecoverableError, WaitingError, Worker, type ConnectionOptions, type Job } from 'bullmq';
 import { handlers, type JobDependencies } from './handlers.js';
 import { runAsJob } from './job-context.js';
 import { createQueues, jobNames, payloadSchemas, type JobName, type QueueSet } from './queues.js';
@@ -37,18 +37,44 @@ export interface JobWorker {
   stop(): Promise<void>;
 }
 
-/** Run one job's handler with its payload checked; a non-retryable failure becomes BullMQ's UnrecoverableError. */
-export async function processJob(deps: JobDependencies, job: Job): Promise<Record<string, unknown>> {
+/**
+ * Thrown from a job's progress report once its worker is stopping. Handlers
+ * report progress only after a unit of work is committed (a fade batch, a
+ * mirror case, an embedding batch), so stopping there loses nothing.
+ */
+class JobInterrupted extends Error {
+  constructor(reason: unknown) {
+    super(`interrupted: ${String(reason ?? 'the worker is stopping')}`);
+    this.name = 'JobInterrupted';
+  }
+}
+
+/**
+ * Run one job's handler with its payload checked; a non-retryable failure
+ * becomes BullMQ's UnrecoverableError. When `signal` aborts (the worker is
+ * stopping), a job that reports progress stops at its next report and goes
+ * back to waiting, its committed work kept and no attempt spent, so that a
+ * stop does not wait for a long job to end (nor get killed waiting).
+ */
+export async function processJob(deps: JobDependencies, job: Job, token?: string, signal?: AbortSignal): Promise<Record<string, unknown>> {
   const name = job.queueName as JobName;
   const parsed = payloadSchemas[name].safeParse(job.data ?? {});
   if (!parsed.success) throw new UnrecoverableError(`Bad payload for ${name}: ${parsed.error.message}`);
   try {
     return await runAsJob(name, () =>
       (handlers[name] as (d: JobDependencies, p: unknown, r: { progress: (value: number | Record<string, unknown>) => Promise<void> }) => Promise<Record<string, unknown>>)(deps, parsed.data, {
-        progress: (value) => job.updateProgress(value),
+        progress: async (value) => {
+          await job.updateProgress(value);
+          if (signal?.aborted === true) throw new JobInterrupted(signal.reason);
+        },
       }),
     );
   } catch (error) {
+    if (error instanceof JobInterrupted && token !== undefined) {
+      // Back to waiting while this worker still holds the lock; WaitingError tells BullMQ it was moved on purpose.
+      await job.moveToWait(token);
+      throw new WaitingError();
+    }
     if (RosterError.isInstance(error) && !error.retryable) throw new UnrecoverableError(`${error.code}: ${error.message}`);
     throw error;
   }
@@ -70,7 +96,7 @@ export async function registerSchedulers(queues: QueueSet, schedule: ScheduleOpt
   }
 }
 
-/** Consume every queue, relay the outbox, keep the schedule. Stopping finishes or returns in-flight jobs. */
+/** Consume every queue, relay the outbox, keep the schedule. Stopping finishes short in-flight jobs and returns long ones to waiting. */
 export async function startJobWorker(options: JobWorkerOptions): Promise<JobWorker> {
   const log = options.logger?.child({ component: 'worker' });
   const queues = createQueues(options.connection, options.prefix);
@@ -83,7 +109,8 @@ export async function startJobWorker(options: JobWorkerOptions): Promise<JobWork
   if (options.schedulers !== false) await registerSchedulers(queues, schedule);
   const workers = jobNames.map(
     (name) =>
-      new Worker(name, (job) => processJob(options, job), {
+      // Three parameters: BullMQ passes an abort signal only to a processor that takes one.
+      new Worker(name, (job, token, signal) => processJob(options, job, token, signal), {
         connection: options.connection,
         prefix: queues.prefix,
         concurrency: options.concurrency ?? 1,
@@ -102,6 +129,8 @@ export async function startJobWorker(options: JobWorkerOptions): Promise<JobWork
     queues,
     async stop() {
       await relay?.stop();
+      // Long jobs stop at their next progress report and wait for the next worker; short ones finish.
+      for (const worker of workers) worker.cancelAllJobs('the worker is stopping');
       await Promise.all(workers.map((worker) => worker.close()));
       await queues.close();
     },
