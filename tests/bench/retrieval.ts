@@ -215,7 +215,7 @@ async function measureSize(size: number, options: Options): Promise<SizeResult> 
       }
       return { label, buildSeconds, graphAlone, knobs };
     };
-    const indexes = [await measureIndex('m 16, ef_construction 64: ensureEmbeddingModel', indexSeconds)];
+    const indexes = [await measureIndex('m 32, ef_construction 128: ensureEmbeddingModel', indexSeconds)];
 
     progress(`retrieval ${size}: the vector arm's statement by hand with pgvector's defaults`);
     const rowsReturned = async (settings: ArmSettings): Promise<RowsReturned> => {
