@@ -24,7 +24,7 @@
 import { randomUUID } from 'node:crypto';
 import { migrate, openEmbeddedDatabase, type Database, type Transaction } from '@roster/db';
 import { connectionFromUrl, createQueues, jobNames, relayOutbox, type QueueSet } from '@roster/jobs';
-import { contentHash, fade, protectedCategories } from '@roster/memory';
+import { contentHash, fade, fadeBatchStatement, protectedCategories } from '@roster/memory';
 import { createScopes } from './bulk-load.js';
 import { formatDuration, progress, type BenchmarkReport, type ResultTable } from './report.js';
 import { createFact, createRandom, createVocabulary } from './synthetic.js';
@@ -237,20 +237,7 @@ async function explainBatch(database: Database, orderedIndex: boolean): Promise<
         await tx.query('analyze facts');
       }
       const { rows } = await tx.query<{ 'QUERY PLAN': string }>(
-        `explain (analyze, costs off)
-         with chosen as (
-           select id from facts
-           where trust in ('active', 'candidate') and recorded_at < $1
-             and (last_used_at is null or last_used_at < $1) and uses < $2
-             and category <> all($3)
-           order by recorded_at
-           limit $4
-           for update skip locked
-         )
-         update facts f set trust = 'faded'
-         from chosen c
-         where f.id = c.id
-         returning f.id, f.agent_id, f.person_id, 'faded' as trust`,
+        `explain (analyze, costs off) ${fadeBatchStatement}`,
         [new Date(Date.now() - 45 * 86_400_000), 2, [...protectedCategories], fadeBatch],
       );
       const lines = rows.map((row) => row['QUERY PLAN']);

@@ -4,6 +4,25 @@ import { appendEvents } from './audit.js';
 /** Categories that never fade, however long unused. */
 export const protectedCategories = ['identity', 'safety', 'pinned', 'preference'] as const;
 
+/**
+ * One batch of fade: the oldest eligible facts (recorded and unused before
+ * $1, used fewer than $2 times, not in the categories $3), at most $4, made
+ * `faded`. Exported so that the jobs benchmark explains this very statement.
+ */
+export const fadeBatchStatement = `with chosen as (
+  select id from facts
+  where trust in ('active', 'candidate') and recorded_at < $1
+    and (last_used_at is null or last_used_at < $1) and uses < $2
+    and category <> all($3)
+  order by recorded_at
+  limit $4
+  for update skip locked
+)
+update facts f set trust = 'faded'
+from chosen c
+where f.id = c.id
+returning f.id, f.agent_id, f.person_id`;
+
 export interface FadeOptions {
   /** Facts recorded and unused for this many days fade (default 45). */
   days?: number;
@@ -40,20 +59,8 @@ export async function fade(database: Database, options: FadeOptions = {}): Promi
   let batches = 0;
   for (;;) {
     const count = await database.adminScope('fade: every agent’s unused memory', async (tx) => {
-      const { rows } = await tx.query<{ id: string; agent_id: string; person_id: string | null; trust: string }>(
-        `with chosen as (
-           select id from facts
-           where trust in ('active', 'candidate') and recorded_at < $1
-             and (last_used_at is null or last_used_at < $1) and uses < $2
-             and category <> all($3)
-           order by recorded_at
-           limit $4
-           for update skip locked
-         )
-         update facts f set trust = 'faded'
-         from chosen c
-         where f.id = c.id
-         returning f.id, f.agent_id, f.person_id, 'faded' as trust`,
+      const { rows } = await tx.query<{ id: string; agent_id: string; person_id: string | null }>(
+        fadeBatchStatement,
         [cutoff, minUses, [...protectedCategories], batchSize],
       );
       for (const row of rows) agents.add(row.agent_id);
