@@ -92,9 +92,7 @@ export async function openEmbeddedDatabase(dataDir: string, logger?: Logger): Pr
   } catch (error) {
     if (RosterError.isInstance(error) && error.code === 'database_in_use' && fs.existsSync(socketPath)) {
       // Another Roster process has it open: share it through its socket.
-      const pool = new pg.Pool({ host: dataDir, port: 5432, user: 'postgres', database: 'postgres', max: 2, connectionTimeoutMillis: 10_000 });
-      pool.on('error', (poolError) => logger?.warn({ err: poolError }, 'embedded database connection failed'));
-      return createPoolDatabase({ kind: 'embedded', location: dataDir, pool, onAdmin });
+      return createPoolDatabase({ kind: 'embedded', location: dataDir, pool: socketPool(dataDir, 2, logger), onAdmin });
     }
     throw error;
   }
@@ -111,12 +109,10 @@ export async function openEmbeddedDatabase(dataDir: string, logger?: Logger): Pr
     await opened.release();
     throw new RosterError('database_unavailable', `Cannot serve the embedded database on ${socketPath}: ${(error as Error).message}.`, { cause: error });
   }
-  const pool = new pg.Pool({ host: dataDir, port: 5432, user: 'postgres', database: 'postgres', max: 4, connectionTimeoutMillis: 10_000 });
-  pool.on('error', (poolError) => logger?.warn({ err: poolError }, 'embedded database connection failed'));
   return createPoolDatabase({
     kind: 'embedded',
     location: dataDir,
-    pool,
+    pool: socketPool(dataDir, 4, logger),
     onAdmin,
     onClose: async () => {
       await server.stop();
@@ -124,6 +120,13 @@ export async function openEmbeddedDatabase(dataDir: string, logger?: Logger): Pr
       await opened.release();
     },
   });
+}
+
+/** A pool over the embedded database's socket in `dataDir` (node-postgres finds `.s.PGSQL.5432` there). */
+function socketPool(dataDir: string, max: number, logger?: Logger): pg.Pool {
+  const pool = new pg.Pool({ host: dataDir, port: 5432, user: 'postgres', database: 'postgres', max, connectionTimeoutMillis: 10_000 });
+  pool.on('error', (poolError) => logger?.warn({ err: poolError }, 'embedded database connection failed'));
+  return pool;
 }
 
 /** A server Postgres; refuses one without pgvector 0.8 or newer. */

@@ -63,6 +63,11 @@ export interface Memory {
   export(scope: Scope, format: ExportFormat): Promise<string>;
 }
 
+/** A text matches a tombstone exactly (same normalised hash) or nearly (estimated Jaccard ≥ 0.8). */
+function matchesTombstone(tombstone: { content_hash: string; minhash: string[] }, hash: string, signature: number[]): boolean {
+  return tombstone.content_hash === hash || isNearDuplicate(signature, tombstone.minhash.map(Number));
+}
+
 const liveTrust: readonly Trust[] = ['candidate', 'active', 'verified', 'disputed'];
 
 export function createMemory(options: MemoryOptions): Memory {
@@ -121,7 +126,7 @@ export function createMemory(options: MemoryOptions): Memory {
     );
     const sources = provenance.sourceMessageIds ?? [];
     for (const tombstone of tombstones.rows) {
-      const matches = tombstone.content_hash === hash || isNearDuplicate(signature, tombstone.minhash.map(Number));
+      const matches = matchesTombstone(tombstone, hash, signature);
       if (!matches) continue;
       const liftable =
         provenance.explicit === true &&
@@ -358,7 +363,7 @@ export function createMemory(options: MemoryOptions): Memory {
         const { rows } = await tx.query<{ content_hash: string; minhash: string[] }>(
           'select content_hash, minhash from tombstones where lifted_at is null',
         );
-        return rows.some((row) => row.content_hash === hash || isNearDuplicate(signature, row.minhash.map(Number)));
+        return rows.some((row) => matchesTombstone(row, hash, signature));
       });
     },
 
