@@ -9,6 +9,15 @@ import { InvalidInputError } from './errors.js';
 import { historyMessages, memoryBlock, systemPrefix, type StoredMessage } from './prompt.js';
 import { detectSignals, type LearningSignal } from './signals.js';
 import { memoryTools, type ToolHost } from './tools.js';
+import { ConversationStore, type Binding, type ConversationRow, type Visibility } from './conversation-store.js';
+import { LearningEventStore } from './learning-event-store.js';
+
+/** What a colleague may use inside `ask_agent`: reading, never writing. */
+const readOnlyTools: ReadonlySet<string> = new Set(['recall']);
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
 
 /** A platform event, as an adapter (or the web page, or the CLI) hands it to the core. */
 export interface InboundMessage {
@@ -49,9 +58,9 @@ export interface Reply {
 }
 
 export interface TurnResult {
-  /** The stored inbound message. */
-  messageId: string;
-  conversationId: string;
+  /** The stored inbound message; null when nothing was kept (a sender the access policy refused, a link code). */
+  messageId: string | null;
+  conversationId: string | null;
   /** The same platform message was handled before: nothing was done again. */
   duplicate: boolean;
   person: Person | null;
@@ -91,23 +100,11 @@ export interface Core {
   purgeAgent(name: string, confirmation: string): Promise<{ facts: number }>;
 }
 
-interface Binding {
-  id: string | null;
-  agentId: string | null;
-  policy: 'pairing' | 'allowlist' | 'open';
-  allowlist: string[];
-}
-
-interface ConversationRow {
-  id: string;
-  kind: 'dm' | 'group';
-  mode: 'solo' | 'team';
-  agent_id: string | null;
-}
-
 export function createCore(options: CoreOptions): Core {
   const { database, memory } = options;
   const directory = createDirectory(database);
+  const conversations = new ConversationStore(database);
+  const learning = new LearningEventStore(database);
   const historyTokens = options.historyTokens ?? 1500;
   const memoryTokens = options.memoryTokens ?? 800;
   const log = options.logger?.child({ component: 'core' });
@@ -124,58 +121,10 @@ export function createCore(options: CoreOptions): Core {
     return next;
   }
 
-  async function bindingFor(tx: Transaction, channel: Channel, account: string): Promise<Binding> {
-    const { rows } = await tx.query<{ id: string; agent_id: string | null; policy: Binding['policy']; allowlist: string[] }>(
-      'select id, agent_id, policy, allowlist from channel_bindings where channel = $1 and account = $2',
-      [channel, account],
-    );
-    const row = rows[0];
-    if (row !== undefined) return { id: row.id, agentId: row.agent_id, policy: row.policy, allowlist: row.allowlist };
-    // The local doors serve the owner's people; a channel without a binding pairs first.
-    return { id: null, agentId: null, policy: 'pairing', allowlist: [] };
-  }
-
-  async function storeMessage(
-    tx: Transaction,
-    message: { conversationId: string; externalId: string | null; role: 'person' | 'agent' | 'system'; personId: string | null; agentId: string | null; text: string; untrusted?: boolean },
-  ): Promise<{ id: string; duplicate: boolean }> {
-    const redacted = redactSecrets(message.text);
-    const { rows } = await tx.query<{ id: string }>(
-      `insert into messages (conversation_id, external_id, role, person_id, agent_id, content, redacted, untrusted)
-       values ($1, $2, $3, $4, $5, $6, $7, $8)
-       on conflict (conversation_id, external_id) do nothing
-       returning id`,
-      [message.conversationId, message.externalId, message.role, message.personId, message.agentId, redacted.text, redacted.kinds.length > 0, message.untrusted === true],
-    );
-    if (rows[0] !== undefined) {
-      await tx.query('update conversations set last_message_at = now() where id = $1', [message.conversationId]);
-      return { id: rows[0].id, duplicate: false };
-    }
-    const existing = await tx.query<{ id: string }>('select id from messages where conversation_id = $1 and external_id = $2', [
-      message.conversationId,
-      message.externalId,
-    ]);
-    return { id: existing.rows[0]!.id, duplicate: true };
-  }
-
   async function activeLessons(scope: Scope): Promise<string[]> {
     return database.withScope(scope, async (tx) => {
       const { rows } = await tx.query<{ text: string }>(`select text from lessons where status = 'active' order by approved_at, id`);
       return rows.map((row) => row.text);
-    });
-  }
-
-  async function recentHistory(conversationId: string, beforeMessageId: string): Promise<StoredMessage[]> {
-    return database.adminScope('core: read the conversation history', async (tx) => {
-      const { rows } = await tx.query<{ role: StoredMessage['role']; content: string; person_name: string | null; agent_id: string | null; agent_name: string | null }>(
-        `select m.role, m.content, p.name as person_name, m.agent_id, a.name as agent_name
-         from messages m left join people p on p.id = m.person_id left join agents a on a.id = m.agent_id
-         where m.conversation_id = $1 and m.forgotten_at is null and m.id <> $2
-           and m.created_at <= (select created_at from messages where id = $2)
-         order by m.created_at desc, m.id desc limit 40`,
-        [conversationId, beforeMessageId],
-      );
-      return rows.reverse().map((row) => ({ role: row.role, content: row.content, personName: row.person_name, agentId: row.agent_id, agentName: row.agent_name }));
     });
   }
 
@@ -191,8 +140,9 @@ export function createCore(options: CoreOptions): Core {
         log?.warn({ err: error, agent: agent.name }, 'memory search failed; answering without it');
       }
     }
-    const history = context.depth === 0 ? historyMessages(await recentHistory(context.conversationId, context.messageId), agent.id, historyTokens) : [];
-    const tools = scope === null ? [] : memoryTools(host).filter((tool) => withColleagues || tool.name !== 'ask_agent');
+    const history = context.depth === 0 && scope !== null ? historyMessages(await conversations.history(scope, context.messageId), agent.id, historyTokens) : [];
+    // A colleague answers from what it knows and changes nothing: read-only tools.
+    const tools = scope === null ? [] : memoryTools(host).filter((tool) => (context.depth === 0 ? withColleagues || tool.name !== 'ask_agent' : readOnlyTools.has(tool.name)));
     const result = await runInTurn(context, () =>
       engine.run({
         system: systemPrefix(agent, lessons, tools.length > 0),
@@ -210,21 +160,15 @@ export function createCore(options: CoreOptions): Core {
   const host: ToolHost = {
     memory,
     async recordFeedback(context, rating, comment) {
-      await database.withScope(context.scope!, async (tx) => {
-        await tx.query(
-          `insert into learning_events (agent_id, person_id, conversation_id, message_id, kind, text, actor_kind, channel)
-           values ($1, $2, $3, $4, 'feedback', $5, 'agent', $6)`,
-          [context.agent.id, context.scope!.personId, context.conversationId, context.messageId, redactSecrets(`${rating}: ${comment}`).text.slice(0, 4000), context.channel],
-        );
-      });
+      await learning.recordFeedback(context.scope!, { messageId: context.messageId, rating, comment, channel: context.channel });
     },
     async proposeLesson(context, text, evidence) {
       const clean = redactSecrets(validateText(text, 'lesson')).text;
       return database.withScope(context.scope!, async (tx) => {
         const { rows } = await tx.query<{ id: string }>(
-          `insert into approvals (agent_id, kind, text, evidence, proposed_by_kind, proposed_by)
-           values ($1, 'lesson', $2, $3, 'agent', $4) returning id`,
-          [context.agent.id, clean, JSON.stringify(evidence === undefined ? [] : [{ note: redactSecrets(evidence).text, messageId: context.messageId }]), context.agent.name],
+          `insert into approvals (agent_id, person_id, kind, text, evidence, proposed_by_kind, proposed_by)
+           values ($1, $2, 'lesson', $3, $4, 'agent', $5) returning id`,
+          [context.agent.id, context.scope!.personId, clean, JSON.stringify(evidence === undefined ? [] : [{ note: redactSecrets(evidence).text, messageId: context.messageId }]), context.agent.name],
         );
         return { approvalId: rows[0]!.id };
       });
@@ -260,121 +204,119 @@ export function createCore(options: CoreOptions): Core {
     }
     if (text.length > maxMessageLength) throw new InvalidInputError(`The message is too long; the most is ${maxMessageLength.toLocaleString('en')} characters.`);
     if (inbound.sender.personId !== undefined && !isUuid(inbound.sender.personId)) throw new InvalidInputError('sender.personId must be a person id.');
+    const account = inbound.account ?? 'default';
+    const local = inbound.channel === 'cli' || inbound.channel === 'web';
 
-    // 1. Store the message once, resolve the person and the conversation.
-    const stored = await database.adminScope('core: store an inbound message', async (tx) => {
-      const binding = await bindingFor(tx, inbound.channel, inbound.account ?? 'default');
-      let person: Person | null = null;
-      if (inbound.sender.personId !== undefined) {
-        const { rows } = await tx.query<Person>('select id, name, role from people where id = $1', [inbound.sender.personId]);
-        if (rows[0] === undefined) throw new RosterError('person_not_found', 'No such person.');
-        person = rows[0];
-      } else if (inbound.sender.externalId !== undefined) {
-        const { rows } = await tx.query<Person>(
-          'select p.id, p.name, p.role from identities i join people p on p.id = i.person_id where i.channel = $1 and i.external_id = $2',
-          [inbound.channel, inbound.sender.externalId],
-        );
-        person = rows[0] ?? null;
+    // 1. Resolve the sender and the binding. A sender the policy refuses gets at most the pairing hint, and nothing they said is kept.
+    const routed = await database.adminScope('core: route an inbound message', async (tx) => {
+      const binding = await conversations.bindingFor(tx, inbound.channel, account);
+      const person = await conversations.resolveSender(tx, inbound.channel, inbound.sender);
+      return { binding, person };
+    });
+    const unkept = { messageId: null, conversationId: null, duplicate: false, person: null, replies: [], signals: [] };
+    if (routed.person === null) {
+      const link = /^\/link\s+([A-Za-z0-9]{8})\s*$/.exec(text);
+      if (link !== null && inbound.sender.externalId !== undefined) {
+        try {
+          const linked = await directory.redeemLinkCode(link[1]!, inbound.channel, inbound.sender.externalId, inbound.sender.displayName);
+          return { ...unkept, notice: `Linked: you are ${linked.name} here now.` };
+        } catch (error) {
+          if (RosterError.isInstance(error)) return { ...unkept, notice: error.message };
+          throw error;
+        }
       }
-      const conversation = await tx.query<ConversationRow>(
-        `insert into conversations (channel, external_id, kind, binding_id, person_id, agent_id)
-         values ($1, $2, $3, $4, $5, $6)
-         on conflict (channel, external_id) do update set channel = excluded.channel
-         returning id, kind, mode, agent_id`,
-        [inbound.channel, inbound.conversation.externalId, inbound.conversation.kind, binding.id, inbound.conversation.kind === 'dm' ? person?.id ?? null : null, binding.agentId],
-      );
-      const row = conversation.rows[0]!;
-      const message = await storeMessage(tx, {
-        conversationId: row.id,
+      const allowed = routed.binding.policy === 'open' || (routed.binding.policy === 'allowlist' && routed.binding.allowlist.includes(inbound.sender.externalId ?? ''));
+      if (local || !allowed) {
+        await conversations.countRefused(inbound.channel, account);
+        if (routed.binding.policy === 'allowlist') return { ...unkept, notice: null };
+        return { ...unkept, notice: "I don't know you yet. Ask the owner for a link code, then send /link CODE." };
+      }
+    }
+    const person = routed.person;
+
+    // 2. The conversation, whose turn this process holds until the replies are stored.
+    const conversation = await database.adminScope('core: open the conversation', (tx) =>
+      conversations.openConversation(tx, { channel: inbound.channel, externalId: inbound.conversation.externalId, kind: inbound.conversation.kind, binding: routed.binding, person }),
+    );
+    const release = await conversations.acquireTurn(conversation.id, turn.signal);
+    try {
+      return await handleTurn(inbound, turn, text, routed.binding, person, conversation);
+    } finally {
+      await release();
+    }
+  }
+
+  async function handleTurn(inbound: InboundMessage, turn: TurnOptions, text: string, binding: Binding, person: Person | null, conversation: ConversationRow): Promise<TurnResult> {
+    // 3. Store the message once.
+    const message = await database.adminScope('core: store an inbound message', (tx) =>
+      conversations.storeMessage(tx, {
+        conversationId: conversation.id,
         externalId: inbound.externalMessageId ?? null,
         role: 'person',
         personId: person?.id ?? null,
         agentId: null,
         text: inbound.quoted === undefined ? text : `${text}\n\n[quoted]\n${inbound.quoted}`,
+        visibility: 'conversation',
         untrusted: inbound.quoted !== undefined,
-      });
-      return { binding, person, conversation: row, message };
-    });
-    const base = { messageId: stored.message.id, conversationId: stored.conversation.id, person: stored.person };
-    if (stored.message.duplicate) return { ...base, duplicate: true, replies: [], notice: null, signals: [] };
+      }),
+    );
+    const base = { messageId: message.id, conversationId: conversation.id, person };
+    if (message.duplicate) return { ...base, duplicate: true, replies: [], notice: null, signals: [] };
 
-    const notice = async (message: string): Promise<TurnResult> => {
-      await database.adminScope('core: store a notice', (tx) =>
-        storeMessage(tx, { conversationId: stored.conversation.id, externalId: null, role: 'system', personId: null, agentId: null, text: message }),
-      );
-      return { ...base, duplicate: false, replies: [], notice: message, signals: [] };
+    const notice = async (words: string): Promise<TurnResult> => {
+      await conversations.storeNotice(conversation.id, person?.id ?? null, words);
+      return { ...base, duplicate: false, replies: [], notice: words, signals: [] };
     };
 
-    // 2. A stranger: link, pair, or (open policy) talk without memory.
-    let person = stored.person;
-    const local = inbound.channel === 'cli' || inbound.channel === 'web';
-    if (person === null) {
-      const link = /^\/link\s+([A-Za-z0-9]{8})\s*$/.exec(text);
-      if (link !== null && inbound.sender.externalId !== undefined) {
-        try {
-          const linked = await directory.redeemLinkCode(link[1]!, inbound.channel, inbound.sender.externalId, inbound.sender.displayName);
-          return notice(`Linked: you are ${linked.name} here now.`);
-        } catch (error) {
-          if (RosterError.isInstance(error)) return notice(error.message);
-          throw error;
-        }
-      }
-      const allowed = stored.binding.policy === 'open' || (stored.binding.policy === 'allowlist' && stored.binding.allowlist.includes(inbound.sender.externalId ?? ''));
-      if (local || !allowed) {
-        if (stored.binding.policy === 'allowlist') return { ...base, duplicate: false, replies: [], notice: null, signals: [] };
-        return notice("I don't know you yet. Ask the owner for a link code, then send /link CODE.");
-      }
-    }
-
-    // 3. Pick the agent(s).
+    // 4. Pick the agent(s).
     let body = text;
     let agents: Agent[];
-    const switchTo = /^\/agent\s+([A-Za-z][A-Za-z0-9_-]{0,39})(?:\s+([\s\S]*))?$/.exec(text);
+    let team = turn.team === true || conversation.mode === 'team';
+    const switchTo = /^\/agent\s+([\p{L}][\p{L}\p{N}_-]{0,39})(?:\s+([\s\S]*))?$/u.exec(text);
     if (switchTo !== null) {
       const agent = await directory.agentByName(switchTo[1]!);
-      await database.adminScope('core: switch the conversation’s agent', (tx) =>
-        tx.query('update conversations set agent_id = $2 where id = $1', [stored.conversation.id, agent.id]),
-      );
+      await conversations.switchAgent(conversation.id, agent.id);
       if (switchTo[2] === undefined || switchTo[2].trim() === '') return notice(`Now talking to ${agent.name}.`);
       body = switchTo[2].trim();
       agents = [agent];
+      team = false;
     } else {
-      agents = await chooseAgents(stored.conversation, stored.binding, body, turn);
+      agents = await chooseAgents(conversation, binding, body, turn);
       if (agents.length === 0) {
         const names = (await directory.listAgents()).map((agent) => agent.name);
         return notice(names.length === 0 ? 'There are no agents yet: the owner adds one with roster agent add.' : `Which agent? Say /agent NAME (one of ${names.join(', ')}), or @mention one.`);
       }
     }
+    // A one-to-one message to one agent is that pair's alone; in a group or in team mode it is said to everyone there.
+    const visibility: Visibility = conversation.kind === 'dm' && !team && agents.length === 1 && person !== null ? 'pair' : 'conversation';
+    await conversations.addressMessage(message.id, { agentId: visibility === 'pair' ? agents[0]!.id : null, visibility });
 
-    // 4. Learning signals, once, from the person's own words, under each addressed agent.
+    // 5. Learning signals, once, from the person's own words, under each addressed agent.
     const signals = person === null ? [] : detectSignals(body, inbound.rating);
     if (person !== null && signals.length > 0) {
       for (const agent of agents) {
-        await database.withScope({ agentId: agent.id, personId: person.id, audience: 'private' }, async (tx) => {
-          for (const signal of signals) {
-            await tx.query(
-              `insert into learning_events (agent_id, person_id, conversation_id, message_id, kind, text, actor_kind, channel)
-               values ($1, $2, $3, $4, $5, $6, 'person', $7)`,
-              [agent.id, person!.id, stored.conversation.id, stored.message.id, signal.kind, redactSecrets(body).text.slice(0, 4000), inbound.channel],
-            );
-          }
-        });
+        await learning.record(
+          { agentId: agent.id, personId: person.id, audience: conversation.kind === 'group' ? 'group' : 'private', conversationId: conversation.id },
+          { messageId: message.id, signals, text: body, channel: inbound.channel },
+        );
       }
     }
 
-    // 5. Each agent, concurrently, in its own scope.
+    // 6. Each agent, concurrently, in its own scope.
     const untrusted = inbound.quoted !== undefined;
     const explicitRemember = signals.some((signal) => signal.kind === 'remember');
     const replies = await Promise.all(
       agents.map(async (agent) => {
         const scope: Scope | null =
-          person === null ? null : { agentId: agent.id, personId: person.id, audience: stored.conversation.kind === 'group' ? 'group' : 'private' };
+          person === null
+            ? null
+            : { agentId: agent.id, personId: person.id, audience: conversation.kind === 'group' ? 'group' : 'private', conversationId: conversation.id };
         const context: TurnContext = {
           agent,
           scope,
           person,
-          conversationId: stored.conversation.id,
-          messageId: stored.message.id,
+          conversationId: conversation.id,
+          messageId: message.id,
           channel: inbound.channel,
           untrusted,
           explicitRemember,
@@ -382,38 +324,44 @@ export function createCore(options: CoreOptions): Core {
         };
         let answer: { text: string; toolCalls: EngineToolCall[] };
         try {
-          answer = await runAgent(agent, context, body, stored.conversation.kind, turn, true);
+          answer = await runAgent(agent, context, body, conversation.kind, turn, true);
         } catch (error) {
           log?.error({ err: error, agent: agent.name }, 'engine failed');
           const reason = RosterError.isInstance(error) ? error.message : 'its engine failed';
           answer = { text: `${agent.name} could not answer: ${reason}`, toolCalls: [] };
         }
-        const reply = await database.adminScope('core: store a reply', (tx) =>
-          storeMessage(tx, { conversationId: stored.conversation.id, externalId: null, role: 'agent', personId: null, agentId: agent.id, text: answer.text }),
-        );
-        // 6. Follow-up jobs, in the agent's scope, written with the turn.
+        const replyId = await conversations.storeReply(scope, { conversationId: conversation.id, agentId: agent.id, text: answer.text, visibility });
+        // 7. Follow-up jobs, in the agent's scope, written with the turn.
         if (scope !== null) {
           await database.withScope(scope, async (tx) => {
-            await enqueue(tx, 'extract', 'extract-conversation', { conversationId: stored.conversation.id, agentId: agent.id, personId: person!.id }, `extract:${stored.conversation.id}:${agent.id}:${stored.message.id}`, agent.id);
+            await conversations.enqueue(tx, {
+              queue: 'extract',
+              name: 'extract-conversation',
+              payload: { conversationId: conversation.id, agentId: agent.id, personId: person!.id },
+              dedupeKey: `extract:${conversation.id}:${agent.id}:${message.id}`,
+              agentId: agent.id,
+              personId: person!.id,
+            });
             if (signals.length > 0) {
-              await enqueue(tx, 'harvest', 'harvest-agent', { agentId: agent.id }, `harvest:${agent.id}:${stored.message.id}`, agent.id);
+              await conversations.enqueue(tx, {
+                queue: 'harvest',
+                name: 'harvest-agent',
+                payload: { agentId: agent.id },
+                dedupeKey: `harvest:${agent.id}:${message.id}`,
+                agentId: agent.id,
+                personId: person!.id,
+              });
             }
           });
         }
-        return { agent: agent.name, agentId: agent.id, text: answer.text, toolCalls: answer.toolCalls, messageId: reply.id };
+        return { agent: agent.name, agentId: agent.id, text: answer.text, toolCalls: answer.toolCalls, messageId: replyId };
       }),
     );
     return { ...base, duplicate: false, replies, notice: null, signals };
   }
 
-  async function enqueue(tx: Transaction, queue: string, name: string, payload: Record<string, unknown>, dedupeKey: string, agentId: string): Promise<void> {
-    await tx.query(
-      `insert into outbox (queue, name, payload, dedupe_key, agent_id) values ($1, $2, $3, $4, $5) on conflict (dedupe_key) do nothing`,
-      [queue, name, JSON.stringify(payload), dedupeKey, agentId],
-    );
-  }
-
   async function chooseAgents(conversation: ConversationRow, binding: Binding, text: string, turn: TurnOptions): Promise<Agent[]> {
+    if (turn.team === true && turn.agent !== undefined) throw new InvalidInputError('Talk to one agent or to the team, not both.');
     const active = await directory.listAgents();
     if (turn.team === true || conversation.mode === 'team') return active;
     if (turn.agent !== undefined) {
@@ -421,7 +369,7 @@ export function createCore(options: CoreOptions): Core {
       if (agent.status !== 'active') throw new RosterError('agent_archived', `${agent.name} is archived; the owner can restore it.`);
       return [agent];
     }
-    const mentioned = active.filter((agent) => new RegExp(`(^|\\s)@${agent.name}(?![\\p{L}\\p{N}_-])`, 'iu').test(text));
+    const mentioned = active.filter((agent) => new RegExp(`(^|\\s)@${escapeRegExp(agent.name)}(?![\\p{L}\\p{N}_-])`, 'iu').test(text));
     if (mentioned.length > 0) return mentioned;
     const bound = conversation.agent_id ?? binding.agentId;
     if (bound !== null) {

@@ -44,11 +44,27 @@ export interface Database {
   withScope<T>(scope: Scope, fn: (tx: ScopedTransaction) => Promise<T>): Promise<T>;
 
   /**
-   * Run `fn` in one transaction as the connecting (owner) role, past
-   * row-level security. Only the owner's own tools, migrations and jobs that
-   * enumerate agents use it; `reason` is logged so each use stays visible.
+   * Run `fn` in one transaction as `roster_ops`: the role of the owner's
+   * tools, the router that stores an inbound message before its person is
+   * known, and the jobs that work across agents. It reads across scopes but
+   * owns nothing: no schema change, no delete of the audit log. `reason` is
+   * logged so each use stays visible.
    */
   adminScope<T>(reason: string, fn: (tx: Transaction) => Promise<T>): Promise<T>;
+
+  /**
+   * Run `fn` in one transaction as the connecting role, which owns the
+   * schema: migrations, an embedding model's index, maintenance that needs
+   * ownership. Row-level security still applies to it (it is forced on
+   * every table that holds people's words). Never for everyday work.
+   */
+  ownerScope<T>(reason: string, fn: (tx: Transaction) => Promise<T>): Promise<T>;
+
+  /**
+   * One statement outside any transaction as the owning role, for the few
+   * commands Postgres refuses inside one (VACUUM, CHECKPOINT).
+   */
+  maintenance(reason: string, statement: string): Promise<void>;
 
   /** One statement as the application role with no scope: sees no memory row. */
   query<Row extends pg.QueryResultRow = pg.QueryResultRow>(text: string, params?: readonly unknown[]): Promise<pg.QueryResult<Row>>;
@@ -60,11 +76,6 @@ export interface Database {
 /** What a scoped function may ask of the context it runs in. */
 const activeScope = new AsyncLocalStorage<{ database: object; scope: Scope | 'admin' }>();
 
-/** The scope the current async context runs in, or undefined outside any. */
-export function currentScope(): Scope | undefined {
-  const active = activeScope.getStore();
-  return active === undefined || active.scope === 'admin' ? undefined : active.scope;
-}
 
 export interface PoolDatabaseOptions {
   kind: 'embedded' | 'server';
@@ -105,8 +116,9 @@ export function createPoolDatabase(options: PoolDatabaseOptions): Database {
       return transaction(pool, async (client) => {
         await client.query('set local role roster_app');
         await client.query(
-          `select set_config('roster.agent_id', $1, true), set_config('roster.person_id', $2, true), set_config('roster.audience', $3, true)`,
-          [checked.agentId, checked.personId ?? '', checked.audience],
+          `select set_config('roster.agent_id', $1, true), set_config('roster.person_id', $2, true),
+                  set_config('roster.audience', $3, true), set_config('roster.conversation_id', $4, true)`,
+          [checked.agentId, checked.personId ?? '', checked.audience, checked.conversationId ?? ''],
         );
         const tx: ScopedTransaction = {
           scope: checked,
@@ -122,9 +134,33 @@ export function createPoolDatabase(options: PoolDatabaseOptions): Database {
       if (reason.trim() === '') throw new RosterError('admin_reason_missing', 'adminScope needs a reason that names the tool using it.');
       options.onAdmin?.(reason);
       return transaction(pool, async (client) => {
+        await client.query('set local role roster_ops');
         const tx: Transaction = { query: (text, params) => client.query(text, params as unknown[]) };
         return activeScope.run({ database, scope: 'admin' }, () => fn(tx));
       });
+    },
+
+    async ownerScope(reason, fn) {
+      ensureOpen();
+      refuseNesting();
+      if (reason.trim() === '') throw new RosterError('admin_reason_missing', 'ownerScope needs a reason that names the tool using it.');
+      options.onAdmin?.(`owner: ${reason}`);
+      return transaction(pool, async (client) => {
+        const tx: Transaction = { query: (text, params) => client.query(text, params as unknown[]) };
+        return activeScope.run({ database, scope: 'admin' }, () => fn(tx));
+      });
+    },
+
+    async maintenance(reason, statement) {
+      ensureOpen();
+      refuseNesting();
+      options.onAdmin?.(`maintenance: ${reason}`);
+      const client = await pool.connect();
+      try {
+        await client.query(statement);
+      } finally {
+        client.release();
+      }
     },
 
     async query(text, params) {

@@ -1,4 +1,4 @@
-export { createPoolDatabase, currentScope, type PoolDatabaseOptions, type Database, type DatabaseInfo, type QueryResult, type ScopedTransaction, type Transaction } from './database.js';
+export { createPoolDatabase, type PoolDatabaseOptions, type Database, type DatabaseInfo, type QueryResult, type ScopedTransaction, type Transaction } from './database.js';
 export { defaultMigrationsDir, loadMigrations, migrate, type Migration, type MigrationReport } from './migrate.js';
 export {
   compareVersions,
@@ -9,5 +9,6 @@ export {
   openServerDatabase,
   type OpenDatabaseOptions,
 } from './open.js';
+export { tablesWithoutContent } from './catalog.js';
 export { assertScope, isUuid, type Scope } from './scope.js';
 export { serveEmbeddedDatabase, type ServedDatabase } from './serve.js';

@@ -81,7 +81,7 @@ describe('migrate', () => {
     fs.writeFileSync(path.join(dir, '0002_second.sql'), 'create table second_table (id int);');
 
     await expect(migrate(test.database, { dir })).rejects.toMatchObject({ code: 'migration_changed' });
-    const exists = await test.database.adminScope('test: look for the second table', async (tx) => {
+    const exists = await test.database.ownerScope('test: look for the second table', async (tx) => {
       const { rows } = await tx.query<{ found: boolean }>(`select to_regclass('second_table') is not null as found`);
       return rows[0]?.found;
     });
@@ -97,7 +97,7 @@ describe('migrate', () => {
 
     await expect(migrate(test.database, { dir })).rejects.toThrow(/no_such_table/);
 
-    const state = await test.database.adminScope('test: inspect', async (tx) => {
+    const state = await test.database.ownerScope('test: inspect', async (tx) => {
       const versions = await tx.query<{ version: number }>('select version from roster_migrations order by version');
       const half = await tx.query<{ found: boolean }>(`select to_regclass('half_table') is not null as found`);
       return { versions: versions.rows.map((row) => row.version), half: half.rows[0]?.found };
@@ -154,7 +154,7 @@ describe('migrate on a server Postgres, two processes at once', () => {
     const [first, second] = await Promise.all(databases.map((database) => migrate(database, { dir })));
 
     expect([...first!.applied, ...second!.applied].map((m) => m.version).sort()).toEqual([1, 2, 3]);
-    const count = await databases[0]!.adminScope('test: read the counter', async (tx) => {
+    const count = await databases[0]!.ownerScope('test: read the counter', async (tx) => {
       const { rows } = await tx.query<{ n: number }>('select n from applied_count');
       return rows;
     });

@@ -69,7 +69,7 @@ export async function migrate(database: Database, options: { dir?: string } = {}
   const applied: MigrationReport['applied'] = [];
   let version = 0;
   for (;;) {
-    const step = await database.adminScope('migrate', async (tx) => {
+    const step = await database.ownerScope('migrate', async (tx) => {
       await tx.query('select pg_advisory_xact_lock($1)', [migrationLockKey.toString()]);
       const ledger = await readLedger(tx, migrations);
       const next = migrations.find((migration) => !ledger.has(migration.version));

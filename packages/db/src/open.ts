@@ -46,6 +46,7 @@ export async function openPglite(dataDir: string): Promise<{ pglite: PGlite; rel
   }
   try {
     const pglite = await PGlite.create(dataDir, { extensions: { vector } });
+    await pglite.exec(embeddedBootstrap);
     return {
       pglite,
       release: async () => {
@@ -65,6 +66,43 @@ export async function openPglite(dataDir: string): Promise<{ pglite: PGlite; rel
     );
   }
 }
+
+/**
+ * The embedded database runs the same role model as a managed Postgres. Its
+ * session starts as PGlite's superuser, which only does what an administrator
+ * does for a managed one (create pgvector, create the owning role), then
+ * becomes `roster_owner`: a role that owns the schema and may create roles,
+ * but is not a superuser and cannot bypass row-level security. Everything
+ * after, migrations included, runs as it or as the roles it creates.
+ * Folders made before this model have their objects handed to it.
+ */
+const embeddedBootstrap = `
+create extension if not exists vector;
+do $bootstrap$
+declare
+  item record;
+begin
+  if not exists (select 1 from pg_roles where rolname = 'roster_owner') then
+    create role roster_owner nologin createrole nobypassrls;
+  end if;
+  grant all on schema public to roster_owner;
+  for item in
+    select c.relname from pg_class c join pg_namespace n on n.oid = c.relnamespace
+    where n.nspname = 'public' and c.relkind in ('r', 'p', 'v', 'm', 'S') and pg_get_userbyid(c.relowner) = current_user
+  loop
+    execute format('alter table public.%I owner to roster_owner', item.relname);
+  end loop;
+  for item in
+    select p.oid::regprocedure as signature from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+    where n.nspname = 'public' and pg_get_userbyid(p.proowner) = current_user
+      and not exists (select 1 from pg_depend d where d.objid = p.oid and d.deptype = 'e')
+  loop
+    execute format('alter function %s owner to roster_owner', item.signature);
+  end loop;
+end
+$bootstrap$;
+set session authorization roster_owner;
+`;
 
 /** The file name node-postgres looks for in a socket folder, for port 5432. */
 const socketName = '.s.PGSQL.5432';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { currentScope, type Database, type Transaction } from './database.js';
+import type { Database, Transaction } from './database.js';
 import type { Scope } from './scope.js';
 import { openTestDatabase, type TestDatabase } from './testing.js';
 
@@ -115,7 +115,7 @@ describe('withScope', () => {
       [...scopes, ...scopes].map((scope) =>
         db.withScope(scope, async (tx) => {
           const setting = await tx.query<{ agent: string }>(`select current_setting('roster.agent_id') as agent`);
-          return { agent: setting.rows[0]?.agent, context: currentScope()?.agentId, rows: (await tx.query('select 1 from facts')).rowCount };
+          return { agent: setting.rows[0]?.agent, context: tx.scope.agentId, rows: (await tx.query('select 1 from facts')).rowCount };
         }),
       ),
     );
@@ -127,11 +127,10 @@ describe('withScope', () => {
     });
   });
 
-  it('exposes the scope to code running inside it, and none outside', async () => {
+  it('hands the checked scope to the transaction it runs', async () => {
     const scope: Scope = { agentId: ids.scout, personId: ids.ada, audience: 'private' };
-    expect(currentScope()).toBeUndefined();
-    const inside = await db.withScope(scope, async () => currentScope());
-    expect(inside).toEqual(scope);
+    const inside = await db.withScope(scope, async (tx) => tx.scope);
+    expect(inside).toEqual({ ...scope, conversationId: null });
   });
 
   it('refuses a malformed scope and a nested transaction with clear errors', async () => {

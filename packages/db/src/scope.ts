@@ -10,6 +10,12 @@ export interface Scope {
   agentId: string;
   personId: string | null;
   audience: 'private' | 'agent' | 'group';
+  /**
+   * The conversation a turn runs in. What was said to everyone there (a group,
+   * or team mode) is readable only with it; without it a scope reads the
+   * exchanges between its own agent and person alone.
+   */
+  conversationId?: string | null;
 }
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -31,5 +37,13 @@ export function assertScope(scope: Scope): Scope {
   if (scope.audience === 'private' && scope.personId === null) {
     throw new RosterError('scope_invalid', 'A private scope needs the person it is private to.');
   }
-  return Object.freeze({ agentId: scope.agentId.toLowerCase(), personId: scope.personId?.toLowerCase() ?? null, audience: scope.audience });
+  if (scope.conversationId !== undefined && scope.conversationId !== null && !isUuid(scope.conversationId)) {
+    throw new RosterError('scope_invalid', `The scope's conversationId must be a UUID or null, got ${JSON.stringify(scope.conversationId)}.`);
+  }
+  return Object.freeze({
+    agentId: scope.agentId.toLowerCase(),
+    personId: scope.personId?.toLowerCase() ?? null,
+    audience: scope.audience,
+    conversationId: scope.conversationId?.toLowerCase() ?? null,
+  });
 }

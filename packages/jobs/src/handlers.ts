@@ -109,14 +109,15 @@ export const handlers: { [N in JobName]: Handler<N> } = {
         return rows;
       });
       // Group the statements that say the same thing (near-duplicates of their words).
-      const groups: Array<{ text: string; signature: number[]; evidence: typeof events }> = [];
+      const groups: Array<{ text: string; signature: number[]; evidence: typeof events; personId: string | null }> = [];
       for (const event of events) {
         const text = lessonText(event.text);
         if (text === '') continue;
         if (event.person_id !== null && (await deps.memory.isTombstoned({ agentId: agent.id, personId: event.person_id, audience: 'private' }, text))) continue;
         const signature = minhash(text);
-        const group = groups.find((candidate) => isNearDuplicate(candidate.signature, signature));
-        if (group === undefined) groups.push({ text, signature, evidence: [event] });
+        // Without a judge to paraphrase them, one person's words never become another person's prompt: groups stay per person.
+        const group = groups.find((candidate) => candidate.personId === event.person_id && isNearDuplicate(candidate.signature, signature));
+        if (group === undefined) groups.push({ text, signature, evidence: [event], personId: event.person_id });
         else {
           group.evidence.push(event);
           group.text = text;
@@ -130,9 +131,9 @@ export const handlers: { [N in JobName]: Handler<N> } = {
           const existing = await tx.query<{ text: string }>(`select text from approvals where agent_id = $1 and status in ('pending', 'rejected')`, [agent.id]);
           if (existing.rows.some((row) => contentHash(row.text) === contentHash(text) || isNearDuplicate(minhash(row.text), group.signature))) return 'already proposed';
           await tx.query(
-            `insert into approvals (agent_id, kind, text, evidence, confidence, proposed_by_kind, proposed_by)
-             values ($1, 'lesson', $2, $3, $4, 'job', 'review')`,
-            [agent.id, text, JSON.stringify(group.evidence.map((event) => ({ eventId: event.id, messageId: event.message_id, kind: event.kind }))), Math.min(1, group.evidence.length / 5)],
+            `insert into approvals (agent_id, person_id, kind, text, evidence, confidence, proposed_by_kind, proposed_by)
+             values ($1, $2, 'lesson', $3, $4, $5, 'job', 'review')`,
+            [agent.id, group.personId, text, JSON.stringify(group.evidence.map((event) => ({ eventId: event.id, messageId: event.message_id, kind: event.kind }))), Math.min(1, group.evidence.length / 5)],
           );
           await tx.query('update learning_events set reviewed_at = now() where id = any($1)', [group.evidence.map((event) => event.id)]);
           return null;

@@ -32,6 +32,14 @@ export interface Lesson {
   evidence: unknown[];
 }
 
+/** Deciding what rides in an agent's prompts is the owner's: a member or guest cannot. */
+async function refuseUnlessOwner(tx: Transaction, approver: Approver): Promise<void> {
+  const { rows } = await tx.query<{ role: string; name: string }>('select role, name from people where id = $1', [approver.personId]);
+  const person = rows[0];
+  if (person === undefined) throw new RosterError('person_not_found', 'The approver is not a known person.');
+  if (person.role !== 'owner') throw new RosterError('owner_required', `${person.name} is a ${person.role}: only an owner approves, rejects or retires lessons.`);
+}
+
 function refuseWithoutPerson(approver: Approver | undefined): asserts approver is Approver {
   const job = currentJob();
   if (job !== undefined) {
@@ -64,10 +72,11 @@ export async function lessonTextProblem(tx: Transaction, agentId: string, text: 
   return null;
 }
 
-const approvalColumns = 'id, agent_id, text, evidence, confidence, status, proposed_by_kind, proposed_by, created_at';
+const approvalColumns = 'id, agent_id, person_id, text, evidence, confidence, status, proposed_by_kind, proposed_by, created_at';
 interface ApprovalRow {
   id: string;
   agent_id: string;
+  person_id: string | null;
   text: string;
   evidence: unknown[];
   confidence: number | null;
@@ -106,17 +115,16 @@ export async function approveLesson(database: Database, approvalId: string, appr
     const approval = rows[0];
     if (approval === undefined) throw new RosterError('approval_not_found', `No approval ${approvalId}.`);
     if (approval.status !== 'pending') throw new RosterError('approval_decided', `That approval was already ${approval.status}.`);
-    const person = await tx.query('select 1 from people where id = $1', [approver.personId]);
-    if (person.rows.length === 0) throw new RosterError('person_not_found', 'The approver is not a known person.');
+    await refuseUnlessOwner(tx, approver);
     const problem = await lessonTextProblem(tx, approval.agent_id, approval.text);
     if (problem !== null) throw new RosterError('lesson_invalid', `Cannot promote this lesson: ${problem}.`);
     await tx.query(`update approvals set status = 'approved', decided_by = $2, decided_at = now() where id = $1`, [approval.id, approver.personId]);
     const hash = contentHash(approval.text);
     const version = await tx.query<{ n: string }>('select count(*) as n from lessons where agent_id = $1 and text_hash = $2', [approval.agent_id, hash]);
     const inserted = await tx.query<{ id: string; version: number }>(
-      `insert into lessons (agent_id, text, text_hash, minhash, evidence, approval_id, approved_by, version)
-       values ($1, $2, $3, $4, $5, $6, $7, $8) returning id, version`,
-      [approval.agent_id, approval.text, hash, minhash(approval.text), JSON.stringify(approval.evidence), approval.id, approver.personId, Number(version.rows[0]!.n) + 1],
+      `insert into lessons (agent_id, person_id, text, text_hash, minhash, evidence, approval_id, approved_by, version)
+       values ($1, $2, $3, $4, $5, $6, $7, $8, $9) returning id, version`,
+      [approval.agent_id, approval.person_id, approval.text, hash, minhash(approval.text), JSON.stringify(approval.evidence), approval.id, approver.personId, Number(version.rows[0]!.n) + 1],
     );
     const lesson = inserted.rows[0]!;
     await appendEvent(tx, {
@@ -144,6 +152,7 @@ export async function approveLesson(database: Database, approvalId: string, appr
 export async function rejectApproval(database: Database, approvalId: string, approver: Approver): Promise<void> {
   refuseWithoutPerson(approver);
   await database.adminScope('approvals: a person rejects a lesson', async (tx) => {
+    await refuseUnlessOwner(tx, approver);
     const { rowCount } = await tx.query(`update approvals set status = 'rejected', decided_by = $2, decided_at = now() where id::text = $1 and status = 'pending'`, [
       approvalId,
       approver.personId,
@@ -157,6 +166,7 @@ export async function retireLesson(database: Database, lessonId: string, reason:
   refuseWithoutPerson(approver);
   if (reason.trim() === '') throw new RosterError('reason_missing', 'Say why the lesson is retired.');
   await database.adminScope('approvals: a person retires a lesson', async (tx) => {
+    await refuseUnlessOwner(tx, approver);
     const { rows } = await tx.query<{ id: string; agent_id: string }>(
       `update lessons set status = 'retired', retired_at = now(), retired_reason = $2 where id::text = $1 and status = 'active' returning id, agent_id`,
       [lessonId, reason.slice(0, 1000)],

@@ -156,8 +156,8 @@ export async function replayCase(options: MirrorOptions, agent: Agent, mirrorCas
   }
   return database.adminScope('mirror: record a run', async (tx) => {
     await tx.query(
-      `insert into mirror_runs (case_id, agent_id, lessons_shown, answer, verdict, reason) values ($1, $2, $3, $4, $5, $6)`,
-      [mirrorCase.id, agent.id, JSON.stringify(lessons), answer.slice(0, 8000), verdict, reason.slice(0, 2000)],
+      `insert into mirror_runs (case_id, agent_id, person_id, lessons_shown, answer, verdict, reason) values ($1, $2, $3, $4, $5, $6, $7)`,
+      [mirrorCase.id, agent.id, mirrorCase.personId, JSON.stringify(lessons), answer.slice(0, 8000), verdict, reason.slice(0, 2000)],
     );
     let streak = mirrorCase.streak;
     let status = mirrorCase.status;

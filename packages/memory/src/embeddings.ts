@@ -35,7 +35,7 @@ export function parseVectorLiteral(text: string): number[] {
 export async function ensureEmbeddingModel(database: Database, model: string, dimensions: number): Promise<void> {
   assertDimensions(dimensions);
   const indexName = `fact_embeddings_hnsw_${createHash('sha256').update(model).digest('hex').slice(0, 16)}`;
-  await database.adminScope('memory: register an embedding model and its index', async (tx) => {
+  await database.ownerScope('memory: register an embedding model and its index', async (tx) => {
     await tx.query('select pg_advisory_xact_lock(hashtextextended($1, 0))', [`roster.embedding_model:${model}`]);
     const existing = await tx.query<{ dimensions: number }>('select dimensions from embedding_models where model = $1', [model]);
     if (existing.rows[0] !== undefined) {

@@ -301,16 +301,20 @@ describe('audit', () => {
     const report = await verifyAudit(f.database, f.agents.scout);
     expect(report).toEqual([{ agentId: f.agents.scout, events: operations.length, ok: true, broken: null }]);
 
-    // The table refuses changes, even from the owner's role.
+    // The table refuses changes: roster_ops has no right to, and the owner's role meets the trigger.
     await expect(f.database.adminScope('test: try to edit history', (tx) => tx.query(`update memory_events set action = 'x'`))).rejects.toThrow(
+      /permission denied/,
+    );
+    await expect(f.database.ownerScope('test: try to edit history', (tx) => tx.query(`update memory_events set action = 'x'`))).rejects.toThrow(
       /append-only/,
     );
-    await expect(f.database.adminScope('test: try to delete history', (tx) => tx.query('delete from memory_events'))).rejects.toThrow(/append-only/);
+    await expect(f.database.ownerScope('test: try to delete history', (tx) => tx.query('delete from memory_events'))).rejects.toThrow(/append-only/);
 
-    // A superuser can switch triggers off; the chain still shows where.
-    await f.database.adminScope('test: tamper as a superuser', async (tx) => {
-      await tx.query(`set local session_replication_role = replica`);
+    // The owner can switch its trigger off; the chain still shows where.
+    await f.database.ownerScope('test: tamper as the owner', async (tx) => {
+      await tx.query('alter table memory_events disable trigger memory_events_append_only');
       await tx.query(`update memory_events set detail = '{"from":"active","to":"rejected"}' where agent_id = $1 and seq = 4`, [f.agents.scout]);
+      await tx.query('alter table memory_events enable trigger memory_events_append_only');
     });
     const tampered = await verifyAudit(f.database, f.agents.scout);
     expect(tampered[0]).toMatchObject({ ok: false, broken: { seq: 4, problem: 'its content does not match its hash' } });

@@ -94,9 +94,9 @@ export function createMemory(options: MemoryOptions): Memory {
       return;
     }
     await tx.query(
-      `insert into outbox (queue, name, payload, dedupe_key, agent_id) values ('embed', 'embed-fact', $1, $2, $3)
+      `insert into outbox (queue, name, payload, dedupe_key, agent_id, person_id) values ('embed', 'embed-fact', $1, $2, $3, $4)
        on conflict (dedupe_key) do nothing`,
-      [JSON.stringify({ factId: fact.id, model: embedder.model }), `embed:${fact.id}:${embedder.model}`, fact.agentId],
+      [JSON.stringify({ factId: fact.id, model: embedder.model }), `embed:${fact.id}:${embedder.model}`, fact.agentId, tx.scope.personId],
     );
   }
 

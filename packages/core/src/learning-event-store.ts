@@ -1,0 +1,39 @@
+import type { Database, Scope } from '@roster/db';
+import { redactSecrets } from '@roster/memory';
+import type { Channel } from './directory.js';
+import type { LearningSignal } from './signals.js';
+
+/**
+ * Learning events: the signals people give an agent ("that's wrong",
+ * "remember", a rating) and the feedback an agent records, each under the
+ * (agent, person) it was said to, written in that scope so row-level security
+ * checks it. Redacted before it is stored; a forget erases it.
+ */
+export class LearningEventStore {
+  constructor(private readonly database: Database) {}
+
+  /** The signals of one message, one row each, in the addressed agent's scope. */
+  async record(scope: Scope, input: { messageId: string; signals: readonly LearningSignal[]; text: string; channel: Channel }): Promise<void> {
+    const text = redactSecrets(input.text).text.slice(0, 4000);
+    await this.database.withScope(scope, async (tx) => {
+      for (const signal of input.signals) {
+        await tx.query(
+          `insert into learning_events (agent_id, person_id, conversation_id, message_id, kind, text, actor_kind, channel)
+           values ($1, $2, $3, $4, $5, $6, 'person', $7)`,
+          [scope.agentId, scope.personId, scope.conversationId ?? null, input.messageId, signal.kind, text, input.channel],
+        );
+      }
+    });
+  }
+
+  /** The agent's record of a rating, from its feedback tool. */
+  async recordFeedback(scope: Scope, input: { messageId: string; rating: 'positive' | 'negative'; comment: string; channel: Channel | 'internal' }): Promise<void> {
+    await this.database.withScope(scope, async (tx) => {
+      await tx.query(
+        `insert into learning_events (agent_id, person_id, conversation_id, message_id, kind, text, actor_kind, channel)
+         values ($1, $2, $3, $4, 'feedback', $5, 'agent', $6)`,
+        [scope.agentId, scope.personId, scope.conversationId ?? null, input.messageId, redactSecrets(`${input.rating}: ${input.comment}`).text.slice(0, 4000), input.channel],
+      );
+    });
+  }
+}

@@ -1,0 +1,14 @@
+/**
+ * The tables that hold nothing a person said and no fact about a person, so
+ * they carry no row-level security. Every other table of the schema has it
+ * enabled and forced, with policies (a test fails for a table that has
+ * neither). Adding a table here needs a reason beside it.
+ */
+export const tablesWithoutContent: Readonly<Record<string, string>> = {
+  agents: 'the wallet’s agents: names, job sentences and engines the owner wrote; every turn reads them to route',
+  people: 'the directory: names and roles the owner entered; every turn reads them to route',
+  embedding_models: 'which embedding models exist and their dimensions',
+  conversation_marks: 'how far jobs have read each conversation: ids and times',
+  refused_messages: 'a count of refused messages per channel account and day: no words, no handle',
+  roster_migrations: 'the migration ledger',
+};
