@@ -78,11 +78,13 @@ export const handlers: { [N in JobName]: Handler<N> } = {
   },
 
   async mirror(deps, payload, run) {
-    const results: Array<MirrorRunResult & { agent: string }> = [];
+    const results: Array<Omit<MirrorRunResult, 'reason'> & { agent: string }> = [];
     const agents = await agentsOf(deps, payload.agentId);
     for (const agent of agents) {
       for (const item of await dueCases(deps.database, agent.id, payload.limit ?? 5, new Date(), payload.rerunAfterHours ?? 20)) {
-        results.push({ agent: agent.name, ...(await replayCase(deps, agent, item)) });
+        // A job's result lands in Redis: ids, verdicts and counts, never the judge's reason or the answer (those stay in mirror_runs, which forget reaches).
+        const { reason: _reason, ...replay } = await replayCase(deps, agent, item);
+        results.push({ agent: agent.name, ...replay });
         await run.progress({ replayed: results.length });
       }
     }

@@ -25,9 +25,19 @@ export interface HistoryEntry {
   relation: 'earlier' | 'this' | 'later';
 }
 
+/** What a forget tells the rest of the process, in memory only, so that copies outside the database (job data in Redis) go too. */
+export interface Forgotten {
+  agentId: string;
+  personId: string | null;
+  /** The normalised words of every version forgotten. Never stored, never logged. */
+  phrases: string[];
+}
+
 export interface MemoryOptions {
   database: Database;
   embedder: Embedder;
+  /** Called after a forget commits, with the words to erase outside the database. */
+  onForget?: (forgotten: Forgotten) => void;
 }
 
 /** A use moves `uses` and `last_used_at`; being placed in a prompt is not one. */
@@ -51,7 +61,13 @@ export interface Memory {
   dispute(scope: Scope, factId: string, provenance: Provenance): Promise<Fact>;
   reject(scope: Scope, factId: string, provenance: Provenance): Promise<Fact>;
   restore(scope: Scope, factId: string, provenance: Provenance): Promise<Fact>;
-  forget(scope: Scope, factId: string, provenance: Provenance): Promise<{ fact: Fact; tombstoneId: string; messagesErased: number }>;
+  /**
+   * Forget a fact and its whole chain of versions, and erase its words from
+   * every copy the database holds (roster_forget_everywhere: messages, the
+   * request itself, learning events, mirror cases and runs, episodes,
+   * approvals, lessons, outbox). `erased` counts the rows per place.
+   */
+  forget(scope: Scope, factId: string, provenance: Provenance): Promise<{ fact: Fact; tombstoneId: string; messagesErased: number; erased: Record<string, number> }>;
   /** Whether an automatic path would be refused this text (it matches a tombstone). */
   isTombstoned(scope: Scope, content: string): Promise<boolean>;
   get(scope: Scope, factId: string): Promise<Fact>;
@@ -71,7 +87,7 @@ function matchesTombstone(tombstone: { content_hash: string; minhash: string[] }
 const liveTrust: readonly Trust[] = ['candidate', 'active', 'verified', 'disputed'];
 
 export function createMemory(options: MemoryOptions): Memory {
-  const { database, embedder } = options;
+  const { database, embedder, onForget } = options;
   const scopeSizes = new ScopeSizeCache();
   let prepared = false;
 
@@ -327,32 +343,44 @@ export function createMemory(options: MemoryOptions): Memory {
     restore: (scope, factId, provenance) => transition(scope, factId, ['faded'], 'active', 'restore', provenance),
 
     async forget(scope, factId, provenance) {
-      return database.withScope(scope, async (tx) => {
+      const { phrases, personId, ...result } = await database.withScope(scope, async (tx) => {
         const fact = await loadFact(tx, factId, true);
         if (fact.trust === 'forgotten' || fact.content === null) throw new FactStateError('That fact is already forgotten.');
         const hash = contentHash(fact.content);
-        const normalized = normalizeText(fact.content);
-        // Every version in this scope with the same words goes too.
-        const same = await tx.query<{ id: string; source_message_ids: string[] }>(
-          `select id, source_message_ids from facts where content_hash = $1 and person_id is not distinct from $2 and trust <> 'forgotten'`,
-          [hash, fact.personId],
+        // The whole chain goes: every earlier and later version (retracted, superseded) and every copy with the same words.
+        const chain = await tx.query<{ id: string; content: string; source_message_ids: string[] }>(
+          `with recursive versions as (
+             select f.id, f.superseded_by from facts f where f.id = $1
+             union
+             select f.id, f.superseded_by from facts f join versions v on f.superseded_by = v.id or f.id = v.superseded_by
+           )
+           select f.id, f.content, f.source_message_ids from facts f
+           where (f.id in (select id from versions) or (f.content_hash = $2 and f.person_id is not distinct from $3))
+             and f.trust <> 'forgotten'`,
+          [fact.id, hash, fact.personId],
         );
-        const ids = [...new Set([fact.id, ...same.rows.map((row) => row.id)])];
-        const sources = [...new Set([...fact.sourceMessageIds, ...same.rows.flatMap((row) => row.source_message_ids)])];
+        const ids = [...new Set([fact.id, ...chain.rows.map((row) => row.id)])];
+        const phrases = [...new Set([fact.content, ...chain.rows.map((row) => row.content)].map(normalizeText).filter((phrase) => phrase !== ''))];
+        const sources = [...new Set([...fact.sourceMessageIds, ...chain.rows.flatMap((row) => row.source_message_ids)])];
         const tombstone = await tx.query<{ id: string }>(
           `insert into tombstones (agent_id, person_id, fact_id, content_hash, minhash, source_message_ids)
            values ($1, $2, $3, $4, $5, $6) returning id`,
           [scope.agentId, fact.personId, fact.id, hash, minhash(fact.content), sources],
         );
-        const erased = await tx.query<{ count: number }>('select roster_forget_messages($1, $2) as count', [sources, normalized]);
+        // The request that asked to forget is erased with the rest.
+        const reached = [...new Set([...sources, ...(provenance.sourceMessageIds ?? [])])];
+        const erased = await tx.query<{ counts: Record<string, number> }>('select roster_forget_everywhere($1, $2) as counts', [reached, phrases]);
         await tx.query('delete from fact_embeddings where fact_id = any($1)', [ids]);
         await tx.query(`update facts set content = '', trust = 'forgotten' where id = any($1)`, [ids]);
         const forgotten = await loadFact(tx, fact.id);
         const tombstoneId = tombstone.rows[0]!.id;
-        const messagesErased = Number(erased.rows[0]?.count ?? 0);
-        await event(tx, provenance.actor, 'forget', forgotten, { tombstone: tombstoneId, facts: ids, messages_erased: messagesErased });
-        return { fact: forgotten, tombstoneId, messagesErased };
+        const reach = erased.rows[0]?.counts ?? {};
+        const messagesErased = Number(reach['messages'] ?? 0);
+        await event(tx, provenance.actor, 'forget', forgotten, { tombstone: tombstoneId, facts: ids, erased: reach });
+        return { fact: forgotten, tombstoneId, messagesErased, erased: reach, phrases, personId: fact.personId };
       });
+      onForget?.({ agentId: scope.agentId, personId, phrases });
+      return result;
     },
 
     async isTombstoned(scope, content) {

@@ -1,0 +1,176 @@
+import { randomUUID } from 'node:crypto';
+import { parseConfig } from '@roster/config';
+import type { Database } from '@roster/db';
+import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
+import { approveLesson, connectionFromUrl, createQueues, listApprovals, runJobNow, startJobWorker, type JobWorker } from '@roster/jobs';
+import { createRuntime, type Runtime } from '@roster/runtime';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeOpenAi } from './support/fake-openai.js';
+
+/**
+ * Forget, as an adversary checks it: the whole learning loop runs first (a
+ * fact, its correction said twice, harvest, a judged mirror replay, review,
+ * the owner's approval of the lesson), then the person asks to forget, then
+ * every text, json, array and tsvector column of every table and every Redis
+ * key of the queues is scanned for the words. The scan before the forget is
+ * the positive control.
+ */
+const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const connection = connectionFromUrl(redisUrl);
+/** Words only this fact holds; the full-text index stores the stem of one. */
+const needles = ['bakery', 'bakeri', 'pistachio'];
+
+let test: TestDatabase;
+let roster: Runtime;
+let worker: JobWorker;
+let fake: Awaited<ReturnType<typeof startFakeOpenAi>>;
+const prefix = `test-${randomUUID()}`;
+const ids = { scout: '', coder: '', ada: '', bob: '' };
+
+async function say(agent: string, person: 'ada' | 'bob', text: string) {
+  return roster.core.handle({ channel: 'cli', conversation: { externalId: `dm-${person}`, kind: 'dm' }, sender: { personId: ids[person] }, text }, { agent });
+}
+
+async function run(name: Parameters<typeof runJobNow>[1], payload: Record<string, unknown> = {}) {
+  return (await runJobNow(connection, name, payload, { prefix, wait: true, timeoutMs: 60_000 })).result as Record<string, unknown>;
+}
+
+/** Every place in the database that holds one of the needles: "table.column" → rows. */
+async function scanDatabase(database: Database): Promise<Record<string, number>> {
+  return database.ownerScope('test: scan every column that can hold text', async (tx) => {
+    const { rows: columns } = await tx.query<{ table_name: string; column_name: string }>(
+      `select c.table_name, c.column_name from information_schema.columns c
+       join information_schema.tables t on t.table_name = c.table_name and t.table_schema = c.table_schema
+       where c.table_schema = 'public' and t.table_type = 'BASE TABLE'
+         and (c.data_type in ('text', 'character varying', 'json', 'jsonb', 'tsvector', 'ARRAY', 'USER-DEFINED'))`,
+    );
+    const found: Record<string, number> = {};
+    for (const column of columns) {
+      const { rows } = await tx.query<{ n: string }>(
+        `select count(*) as n from ${column.table_name} where lower(${column.column_name}::text) similar to $1`,
+        [`%(${needles.join('|')})%`],
+      );
+      const count = Number(rows[0]!.n);
+      if (count > 0) found[`${column.table_name}.${column.column_name}`] = count;
+    }
+    return found;
+  });
+}
+
+/** Every Redis key of these queues whose value holds a needle. */
+async function scanRedis(): Promise<string[]> {
+  const redis = new Redis(redisUrl);
+  try {
+    const keys = await redis.keys(`${prefix}:*`);
+    const found: string[] = [];
+    for (const key of keys) {
+      const type = await redis.type(key);
+      let text = '';
+      if (type === 'string') text = (await redis.get(key)) ?? '';
+      else if (type === 'hash') text = JSON.stringify(await redis.hgetall(key));
+      else if (type === 'list') text = JSON.stringify(await redis.lrange(key, 0, -1));
+      else if (type === 'set') text = JSON.stringify(await redis.smembers(key));
+      else if (type === 'zset') text = JSON.stringify(await redis.zrange(key, 0, -1));
+      else if (type === 'stream') text = JSON.stringify(await redis.xrange(key, '-', '+'));
+      if (needles.some((needle) => text.toLowerCase().includes(needle))) found.push(key);
+    }
+    return found;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+beforeAll(async () => {
+  fake = await startFakeOpenAi((request) => {
+    const words = JSON.stringify(request.messages);
+    // The judge repeats what it read, as models do: the words reach its reason.
+    return { text: JSON.stringify({ verdict: 'fail', reason: words.includes('pistachio') ? 'it still forgot the pistachio bakery' : 'no' }) };
+  });
+  test = await openTestDatabase();
+  roster = await createRuntime({ config: { ...parseConfig({}), ROSTER_JUDGE_ENGINE: fake.engine }, database: test.database });
+  ids.scout = (await roster.core.directory.addAgent({ name: 'Scout', job: 'plans trips' })).id;
+  ids.coder = (await roster.core.directory.addAgent({ name: 'Coder', job: 'writes code' })).id;
+  ids.ada = (await roster.core.directory.addPerson({ name: 'Ada', role: 'owner' })).id;
+  ids.bob = (await roster.core.directory.addPerson({ name: 'Bob' })).id;
+  worker = await startJobWorker({
+    database: test.database,
+    memory: roster.memory,
+    directory: roster.core.directory,
+    engineFor: roster.engineFor,
+    judgeFor: roster.judgeFor,
+    connection,
+    prefix,
+    schedulers: false,
+    relayIntervalMs: 100,
+  });
+});
+
+afterAll(async () => {
+  await worker?.stop();
+  const queues = createQueues(connection, prefix);
+  await Promise.all(Object.values(queues.queues).map((queue) => queue.obliterate({ force: true })));
+  await queues.close();
+  await test?.cleanup();
+  await fake?.close();
+});
+
+describe('forget, after the whole learning loop', () => {
+  it('leaves no copy of the words in any column of any table, nor in Redis; the scan before finds them', async () => {
+    // Unrelated memory of another person and agent, which must stay.
+    await say('Scout', 'bob', 'remember that my bike is red');
+    await say('Coder', 'ada', 'remember that I write Rust');
+
+    await say('Scout', 'ada', 'remember that my locker is behind the pistachio bakery');
+    // The correction, said twice: two learning events, one mirror case, a lesson review can propose.
+    await say('Scout', 'ada', 'actually, my locker is behind the pistachio bakery on the corner');
+    await say('Scout', 'ada', 'actually, my locker is behind the pistachio bakery on the corner');
+    await run('harvest');
+    const mirror = await run('mirror', { agentId: ids.scout });
+    expect(mirror).toMatchObject({ replayed: 1 });
+    await run('review', { agentId: ids.scout });
+    const pending = await listApprovals(test.database, { agentId: ids.scout, status: 'pending' });
+    expect(pending.map((approval) => approval.text)).toEqual(['My locker is behind the pistachio bakery on the corner.']);
+    await approveLesson(test.database, pending[0]!.id, { kind: 'person', personId: ids.ada });
+
+    const before = await scanDatabase(test.database);
+    // Positive control: the words are in the transcript, the facts, the index, the signals, the case, the run, the approval and the lesson.
+    expect(Object.keys(before)).toEqual(
+      expect.arrayContaining([
+        'messages.content',
+        'facts.content',
+        'facts.search_vector',
+        'learning_events.text',
+        'mirror_cases.text',
+        'mirror_runs.reason',
+        'approvals.text',
+        'lessons.text',
+      ]),
+    );
+
+    // The Redis scan's own control: a key that holds the words is found.
+    const planted = new Redis(redisUrl);
+    await planted.set(`${prefix}:planted`, 'the pistachio bakery');
+    expect(await scanRedis()).toEqual([`${prefix}:planted`]);
+    await planted.del(`${prefix}:planted`);
+    planted.disconnect();
+
+    const forget = await say('Scout', 'ada', 'forget that my locker is behind the pistachio bakery on the corner');
+    expect(forget.replies[0]?.text).toBe('Forgotten.');
+    // Jobs the turn queued have run and reported by the time the scan reads Redis.
+    await run('embed');
+
+    expect(await scanDatabase(test.database)).toEqual({});
+    expect(await scanRedis()).toEqual([]);
+    // What was not forgotten stays.
+    const bob = await say('Scout', 'bob', 'what do you know about bike');
+    expect(bob.replies[0]?.text).toBe('- my bike is red');
+    const coder = await say('Coder', 'ada', 'what do you know about Rust');
+    expect(coder.replies[0]?.text).toBe('- I write Rust');
+    // The lesson no longer rides in Scout's prompts.
+    const lessons = await test.database.withScope({ agentId: ids.scout, personId: ids.ada, audience: 'private' }, async (tx) =>
+      (await tx.query<{ status: string }>(`select status from lessons`)).rows.map((row) => row.status),
+    );
+    expect(lessons).toEqual(['retired']);
+  });
+});
