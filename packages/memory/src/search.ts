@@ -122,7 +122,8 @@ export async function searchFacts(database: Database, embedder: Embedder, scope:
   let queryVector: number[] | null = null;
   if (mode !== 'full-text') {
     try {
-      [queryVector = null] = (await embedder.embed([text])) as [number[]?];
+      // No retries: a person is waiting, and full text answers without the vector arm.
+      [queryVector = null] = (await embedder.embed([text], { maxRetries: 0 })) as [number[]?];
     } catch (error) {
       // A remote embedder that is down leaves full-text search working.
       if (mode === 'vector') throw error;
