@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Database, Scope } from '@roster/db';
 import { contentHash, type Embedder } from '@roster/memory';
+import { toSql } from 'pgvector';
 
 /** Agents, each with one person, and the private scope of each pair. */
 export async function createScopes(database: Database, count: number, prefix = 'bench'): Promise<Scope[]> {
@@ -61,7 +62,7 @@ export async function bulkLoadFacts(database: Database, embedder: Embedder, fact
         `insert into fact_embeddings (fact_id, model, agent_id, person_id, audience, embedding)
          select fact_id, $1, agent_id, person_id, 'private', embedding::vector
          from unnest($2::uuid[], $3::uuid[], $4::uuid[], $5::text[]) as t(fact_id, agent_id, person_id, embedding)`,
-        [embedder.model, batchIds, batch.map((fact) => fact.scope.agentId), batch.map((fact) => fact.scope.personId), vectors.map(vectorLiteral)],
+        [embedder.model, batchIds, batch.map((fact) => fact.scope.agentId), batch.map((fact) => fact.scope.personId), vectors.map(storedPrecision)],
       );
     });
     ids.push(...batchIds);
@@ -70,7 +71,7 @@ export async function bulkLoadFacts(database: Database, embedder: Embedder, fact
   return ids;
 }
 
-/** pgvector's text form; seven significant digits is what a float4 column keeps anyway. */
-export function vectorLiteral(vector: readonly number[]): string {
-  return `[${vector.map((value) => Number(value.toPrecision(7))).join(',')}]`;
+/** pgvector's text form of `vector`, cut to the seven significant digits a float4 column keeps anyway: a smaller statement. */
+function storedPrecision(vector: readonly number[]): string {
+  return toSql(vector.map((value) => Number(value.toPrecision(7)))) as string;
 }

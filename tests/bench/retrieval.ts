@@ -18,7 +18,8 @@
  */
 import { migrate, openEmbeddedDatabase, type Database, type Scope, type Transaction } from '@roster/db';
 import { createHashingEmbedder, createMemory, ensureEmbeddingModel, type Embedder, type SearchOptions } from '@roster/memory';
-import { bulkLoadFacts, createScopes, vectorLiteral } from './bulk-load.js';
+import { fromSql, toSql } from 'pgvector';
+import { bulkLoadFacts, createScopes } from './bulk-load.js';
 import { formatMs, formatRatio, mean, percentile, progress, type BenchmarkReport, type ResultTable } from './report.js';
 import { createFact, createRandom, createVocabulary, paraphrase } from './synthetic.js';
 
@@ -306,7 +307,7 @@ async function fullScanSearch(database: Database, embedder: Embedder, scope: Sco
       'select fact_id, embedding::text as embedding from fact_embeddings where model = $1',
       [embedder.model],
     );
-    const scored = rows.map((row) => ({ id: row.fact_id, similarity: dot(vector, JSON.parse(row.embedding) as number[]) }));
+    const scored = rows.map((row) => ({ id: row.fact_id, similarity: dot(vector, fromSql(row.embedding) as number[]) }));
     scored.sort((a, b) => b.similarity - a.similarity);
     const ids = scored.slice(0, limit).map((row) => row.id);
     await tx.query('select id, content from facts where id = any($1)', [ids]);
@@ -321,7 +322,7 @@ async function loadVectors(database: Database, model: string, scope: Scope | nul
       'select fact_id, embedding::text as embedding from fact_embeddings where model = $1',
       [model],
     );
-    return new Map(rows.map((row) => [row.fact_id, Float64Array.from(JSON.parse(row.embedding) as number[])]));
+    return new Map(rows.map((row) => [row.fact_id, Float64Array.from(fromSql(row.embedding) as number[])]));
   };
   return scope === null ? database.adminScope('bench: read every vector for exact answers', read) : database.withScope(scope, read);
 }
@@ -391,7 +392,7 @@ async function applySettings(tx: { query(text: string): Promise<unknown> }, sett
 async function vectorArmByHand(database: Database, embedder: Embedder, scope: Scope, vector: readonly number[], settings: ArmSettings): Promise<string[]> {
   return database.withScope(scope, async (tx) => {
     await applySettings(tx, settings);
-    const { rows } = await tx.query<{ id: string }>(vectorArmSql(embedder.dimensions), [vectorLiteral(vector), embedder.model, limit]);
+    const { rows } = await tx.query<{ id: string }>(vectorArmSql(embedder.dimensions), [toSql(vector), embedder.model, limit]);
     return rows.map((row) => row.id);
   });
 }
@@ -401,7 +402,7 @@ async function vectorPlan(database: Database, embedder: Embedder, scope: Scope, 
   return database.withScope(scope, async (tx) => {
     await applySettings(tx, settings);
     const { rows } = await tx.query<{ 'QUERY PLAN': unknown }>(`explain (format json) ${vectorArmSql(embedder.dimensions)}`, [
-      vectorLiteral(vector),
+      toSql(vector),
       embedder.model,
       limit,
     ]);
@@ -415,7 +416,7 @@ async function vectorPlan(database: Database, embedder: Embedder, scope: Scope, 
 async function graphSearch(database: Database, embedder: Embedder, vector: readonly number[], efSearch: number): Promise<string[]> {
   return database.adminScope('bench: HNSW without a scope filter', async (tx) => {
     await tx.query(`select set_config('hnsw.ef_search', $1, true), set_config('enable_sort', 'off', true)`, [String(efSearch)]);
-    const { rows } = await tx.query<{ id: string }>(vectorArmSql(embedder.dimensions), [vectorLiteral(vector), embedder.model, limit]);
+    const { rows } = await tx.query<{ id: string }>(vectorArmSql(embedder.dimensions), [toSql(vector), embedder.model, limit]);
     return rows.map((row) => row.id);
   });
 }

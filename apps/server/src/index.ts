@@ -1,7 +1,7 @@
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
-import type { Config, Logger } from '@roster/config';
+import { isLoopbackAddress, type Config, type Logger } from '@roster/config';
 import type { Database } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { redisStatus } from '@roster/redis';
@@ -20,11 +20,6 @@ export interface ServerOptions {
 
 /** Where Bull Board is mounted. */
 export const bullBoardPath = '/admin/queues';
-
-/** Loopback addresses: until the owner's login exists, operator pages answer only to these. */
-export function isLoopback(address: string): boolean {
-  return address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.');
-}
 
 /** What `/healthz` answers. */
 export interface Health {
@@ -84,7 +79,7 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
     await app.register(async (scope) => {
       // Operators only: on loopback until the owner's login guards it.
       scope.addHook('onRequest', async (request, reply) => {
-        if (!isLoopback(request.ip)) {
+        if (!isLoopbackAddress(request.ip)) {
           return reply.status(403).send({ error: { code: 'forbidden', message: 'Bull Board answers only on loopback until the owner login is set up.' } });
         }
         return undefined;

@@ -1,3 +1,4 @@
+import { isLoopbackUrl } from '@roster/config';
 import type { Engine } from '@roster/core';
 import { RosterError } from '@roster/errors';
 import { createAnthropic } from '@ai-sdk/anthropic';
@@ -85,7 +86,7 @@ export function createEngine(reference: string, options: EngineReferenceOptions 
       return createAiSdkEngine({
         ...settings,
         model: provider.chatModel(model),
-        local: isLoopback(url),
+        local: isLoopbackUrl(url),
         secrets: apiKey === undefined ? [] : [apiKey],
       });
     }
@@ -118,12 +119,4 @@ function parseUrl(value: string): URL | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** Only names that cannot leave this machine: a LAN address is not local. */
-function isLoopback(url: URL): boolean {
-  const host = url.hostname.toLowerCase();
-  if (host === 'localhost') return true;
-  if (host === '[::1]' || host === '[::ffff:7f00:1]') return true;
-  return /^127(?:\.\d{1,3}){3}$/.test(host);
 }

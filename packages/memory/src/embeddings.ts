@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Database, Transaction } from '@roster/db';
 import { RosterError } from '@roster/errors';
+import { toSql } from 'pgvector';
 import type { Embedder } from './embedders/index.js';
 
 /** pgvector indexes `vector` columns of up to 2,000 dimensions with HNSW. */
@@ -16,15 +17,6 @@ function assertDimensions(dimensions: number): void {
   if (!Number.isInteger(dimensions) || dimensions < 1 || dimensions > 16000) {
     throw new RosterError('embedder_dimensions_invalid', `An embedding model must have 1 to 16,000 dimensions, got ${dimensions}.`);
   }
-}
-
-/** pgvector's text form of a vector. */
-export function toVectorLiteral(vector: readonly number[]): string {
-  return `[${vector.map((value) => (Number.isFinite(value) ? value : 0)).join(',')}]`;
-}
-
-export function parseVectorLiteral(text: string): number[] {
-  return JSON.parse(text) as number[];
 }
 
 /**
@@ -77,7 +69,7 @@ export async function writeEmbedding(
      select $1, $2, $3, $4, $5, $6::vector, (f.trust in ('candidate', 'active', 'verified') and f.valid_to is null)
      from facts f where f.id = $1
      on conflict (fact_id, model) do update set embedding = excluded.embedding, searchable = excluded.searchable, created_at = now()`,
-    [fact.id, model, fact.agentId, fact.personId, fact.audience, toVectorLiteral(vector)],
+    [fact.id, model, fact.agentId, fact.personId, fact.audience, toSql(vector)],
   );
 }
 

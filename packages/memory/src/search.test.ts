@@ -1,8 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { toSql } from 'pgvector';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHashingEmbedder, createOpenAICompatibleEmbedder } from './embedders/index.js';
-import { toVectorLiteral } from './embeddings.js';
 import { createMemory } from './memory.js';
 import { memoryFixture, saidBy, type MemoryFixture } from './testing/fixture.js';
 import { contentHash } from './text.js';
@@ -50,7 +50,7 @@ describe('vector search under a scope filter', () => {
           const agent = agents[index % agents.length]!;
           const base = values.length;
           rows.push(`($${base + 1}::uuid, $${base + 2}::uuid, 'private', $${base + 3}, $${base + 4}, $${base + 5}::vector)`);
-          values.push(agent, f.people.ada, texts[index], contentHash(texts[index]!), toVectorLiteral(vectors[index]!));
+          values.push(agent, f.people.ada, texts[index], contentHash(texts[index]!), toSql(vectors[index]!));
         }
         await tx.query(
           `with inserted as (

@@ -1,7 +1,8 @@
 import type { Database, Scope, ScopedTransaction } from '@roster/db';
 import { RosterError } from '@roster/errors';
+import { fromSql, toSql } from 'pgvector';
 import type { Embedder } from './embedders/index.js';
-import { parseVectorLiteral, toVectorLiteral, vectorExpression } from './embeddings.js';
+import { vectorExpression } from './embeddings.js';
 import { factColumns, toFact, type FactRow } from './rows.js';
 import { validateText } from './text.js';
 import { readableTrust, type Fact, type SearchResult, type Trust } from './types.js';
@@ -121,7 +122,8 @@ export async function searchFacts(database: Database, embedder: Embedder, scope:
   let queryVector: number[] | null = null;
   if (mode !== 'full-text') {
     try {
-      [queryVector = null] = (await embedder.embed([text])) as [number[]?];
+      // No retries: a person is waiting, and full text answers without the vector arm.
+      [queryVector = null] = (await embedder.embed([text], { maxRetries: 0 })) as [number[]?];
     } catch (error) {
       // A remote embedder that is down leaves full-text search working.
       if (mode === 'vector') throw error;
@@ -139,11 +141,12 @@ export async function searchFacts(database: Database, embedder: Embedder, scope:
     const facts = await tx.query<FactRow>(`select ${factColumns} from facts f where f.id = any($1)`, [ids]);
     const vectors = new Map<string, number[]>();
     if (embedder.dimensions > 0) {
+      // Read as text and parsed by pgvector: the pools register no type parsers, so this works the same on PGlite.
       const stored = await tx.query<{ fact_id: string; embedding: string }>(
         `select fact_id, embedding::text as embedding from fact_embeddings where model = $1 and fact_id = any($2)`,
         [embedder.model, ids],
       );
-      for (const row of stored.rows) vectors.set(row.fact_id, parseVectorLiteral(row.embedding));
+      for (const row of stored.rows) vectors.set(row.fact_id, fromSql(row.embedding) as number[]);
     }
     const fullTextById = new Map(fullText.map((hit) => [hit.id, hit]));
     const vectorById = new Map(vector.map((hit) => [hit.id, hit]));
@@ -220,7 +223,7 @@ async function vectorArm(
      where fe.model = $2 and fe.searchable
      order by ${expression} <=> $1::vector(${dimensions})
      limit $3`,
-    [toVectorLiteral(queryVector), embedder.model, exact ? candidates : Math.max(candidates, minimumGraphCandidates)],
+    [toSql(queryVector), embedder.model, exact ? candidates : Math.max(candidates, minimumGraphCandidates)],
   );
   await tx.query(`select set_config('enable_indexscan', 'on', true), set_config('enable_sort', 'on', true)`);
   // relaxed_order may return neighbours slightly out of order.

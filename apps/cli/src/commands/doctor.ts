@@ -1,4 +1,4 @@
-import { redactUrl, type Config } from '@roster/config';
+import { isLoopbackUrl, redactUrl, type Config } from '@roster/config';
 import { compareVersions, loadMigrations, minimumPgvector, openDatabase, type Database } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { channelStatus } from '@roster/gateway';
@@ -93,7 +93,12 @@ async function databaseChecks(database: Database): Promise<Check[]> {
 /** An engine or embedder reference, checked for what it needs: a key, or a server that answers. */
 async function modelCheck(name: string, reference: string, config: Config): Promise<Check> {
   const [provider, rest = ''] = splitOnce(reference, ':');
-  const local = provider === 'offline' || provider === 'hashing' || provider === 'ollama' || (provider === 'openai-compatible' && isLoopback(rest));
+  const ollamaUrl = config.OLLAMA_URL ?? 'http://127.0.0.1:11434';
+  const local =
+    provider === 'offline' ||
+    provider === 'hashing' ||
+    (provider === 'ollama' && isLoopbackUrl(ollamaUrl)) ||
+    (provider === 'openai-compatible' && isLoopbackUrl(splitOnce(rest, '#')[0] ?? ''));
   if (config.PRIVACY === 'strict' && !local) {
     return { name, status: 'fail', detail: `${reference} sends memory off this machine, which PRIVACY=strict forbids: use a local one` };
   }
@@ -110,10 +115,8 @@ async function modelCheck(name: string, reference: string, config: Config): Prom
       return config.ANTHROPIC_API_KEY === undefined
         ? { name, status: 'fail', detail: `${reference} needs ANTHROPIC_API_KEY` }
         : { name, status: 'ok', detail: `${reference} (key set)` };
-    case 'ollama': {
-      const base = config.OLLAMA_URL ?? 'http://127.0.0.1:11434';
-      return reachable(name, reference, `${base}/api/tags`);
-    }
+    case 'ollama':
+      return reachable(name, reference, `${ollamaUrl.replace(/\/+$/, '')}/api/tags`);
     case 'openai-compatible': {
       const [baseUrl = ''] = splitOnce(rest, '#');
       return reachable(name, reference, `${baseUrl.replace(/\/$/, '')}/models`);
@@ -129,15 +132,6 @@ async function reachable(name: string, reference: string, url: string): Promise<
     return { name, status: 'ok', detail: `${reference} (answered ${response.status})` };
   } catch (error) {
     return { name, status: 'fail', detail: `${reference}: ${redactUrl(url)} does not answer (${(error as Error).message})` };
-  }
-}
-
-function isLoopback(urlAndModel: string): boolean {
-  try {
-    const host = new URL(splitOnce(urlAndModel, '#')[0] ?? '').hostname;
-    return host === 'localhost' || host === '[::1]' || host.startsWith('127.');
-  } catch {
-    return false;
   }
 }
 

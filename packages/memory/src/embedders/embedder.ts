@@ -8,6 +8,14 @@ export interface EmbedOptions {
    * `EmbedderError`: the caller asked for it, so there is nothing to retry.
    */
   signal?: AbortSignal;
+  /**
+   * At most this many retries of a failed request, for this call, by
+   * embedders that retry (429, 5xx, a dropped connection); their own setting
+   * when absent. Search asks for 0: a person is waiting, and full text
+   * answers while a remote embedder is down, where a retry would make every
+   * turn wait out the backoff first. Embedders that never fail ignore it.
+   */
+  maxRetries?: number;
 }
 
 /**
@@ -55,9 +63,11 @@ export interface EmbedderErrorOptions extends RosterErrorOptions {
 /**
  * An embedder failed. Codes: `embedder_unreachable`, `embedder_timeout`,
  * `embedder_http_<status>`, `embedder_bad_response`, `embedder_key_missing`,
- * `embedder_options_invalid`. `retryable` tells the job worker whether to try
- * again (network errors, timeouts, 408, 429, 5xx) or give up (400, 401, 403,
- * 404, a malformed answer, a missing key). Messages never carry an API key.
+ * `embedder_options_invalid`, `embedder_failed` (anything else the client
+ * refused). `retryable` tells the job worker whether to try again (network
+ * errors, timeouts, 408, 409, 429, 5xx: what the AI SDK itself retries) or
+ * give up (400, 401, 403, 404, a malformed answer, a missing key). Messages
+ * never carry an API key.
  */
 export class EmbedderError extends RosterError {
   /** The HTTP status, or undefined when there was no HTTP answer. */
@@ -75,11 +85,6 @@ export class EmbedderError extends RosterError {
       typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[embedderMarker] === true
     );
   }
-}
-
-/** Whether an HTTP status is worth retrying: 408, 429 and 5xx are; other 4xx are not. */
-export function isRetryableStatus(status: number): boolean {
-  return status === 408 || status === 429 || status >= 500;
 }
 
 /**

@@ -1,6 +1,5 @@
 export {
   EmbedderError,
-  isRetryableStatus,
   normalizeVector,
   type Embedder,
   type EmbedderErrorOptions,
@@ -17,4 +16,4 @@ export {
   type OllamaEmbedderOptions,
   type OpenAICompatibleEmbedderOptions,
   type OpenAIEmbedderOptions,
-} from './http-embedders.js';
+} from './ai-sdk-embedders.js';

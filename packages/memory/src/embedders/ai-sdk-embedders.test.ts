@@ -8,7 +8,7 @@ import {
   createOpenAICompatibleEmbedder,
   createOpenAIEmbedder,
   parseEmbedderReference,
-} from './http-embedders.js';
+} from './ai-sdk-embedders.js';
 
 const apiKey = 'sk-test-0123456789-secret';
 
@@ -28,7 +28,7 @@ interface FarSide {
 
 const servers: http.Server[] = [];
 
-/** A real HTTP server on 127.0.0.1 that plays the embeddings provider. */
+/** A real HTTP server on 127.0.0.1 that plays the embeddings provider; the embedders reach it through the AI SDK's own clients. */
 async function startFarSide(answer: Answer): Promise<FarSide> {
   const requests: ReceivedRequest[] = [];
   const server = http.createServer((request, response) => {
@@ -68,10 +68,13 @@ async function closedBaseUrl(): Promise<string> {
   return `http://127.0.0.1:${port}`;
 }
 
-function sendJson(response: ServerResponse, status: number, body: unknown): void {
-  response.writeHead(status, { 'content-type': 'application/json' });
+function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  response.writeHead(status, { 'content-type': 'application/json', ...headers });
   response.end(JSON.stringify(body));
 }
+
+/** Asks the client to retry at once: the AI SDK honours `retry-after-ms` instead of its two-second backoff. */
+const retryNow = { 'retry-after-ms': '1' };
 
 /** The raw (not normalised) vector the far side gives a text: distinct per text, length 3. */
 function rawVector(text: string): number[] {
@@ -87,15 +90,21 @@ function inputsOf(request: ReceivedRequest): string[] {
   return (request.body as { input: string[] }).input;
 }
 
-/** Answers like OpenAI's POST /v1/embeddings, with `data` in reverse order (the `index` field tells). */
+/** Answers like OpenAI's POST /v1/embeddings. */
 const openAIAnswer: Answer = (request, response) => {
   const data = inputsOf(request).map((text, index) => ({ object: 'embedding', index, embedding: rawVector(text) }));
-  sendJson(response, 200, { object: 'list', data: data.reverse(), model: 'text-embedding-test', usage: { prompt_tokens: 1, total_tokens: 1 } });
+  sendJson(response, 200, { object: 'list', data, model: 'text-embedding-test', usage: { prompt_tokens: 1, total_tokens: 1 } });
 };
 
 /** Answers like Ollama's POST /api/embed. */
 const ollamaAnswer: Answer = (request, response) => {
-  sendJson(response, 200, { model: 'nomic-embed-text', embeddings: inputsOf(request).map(rawVector) });
+  sendJson(response, 200, {
+    model: 'nomic-embed-text',
+    embeddings: inputsOf(request).map(rawVector),
+    total_duration: 14_143_917,
+    load_duration: 1_019_500,
+    prompt_eval_count: inputsOf(request).length,
+  });
 };
 
 /** The error `promise` rejects with, or a failure when it resolves. */
@@ -130,9 +139,9 @@ describe('createOpenAICompatibleEmbedder', () => {
     expect(farSide.requests.map((request) => request.path)).toEqual(['/v1/embeddings', '/v1/embeddings', '/v1/embeddings']);
     expect(farSide.requests.map((request) => request.method)).toEqual(['POST', 'POST', 'POST']);
     expect(farSide.requests.map((request) => request.body)).toEqual([
-      { model: 'text-embedding-test', input: ['a', 'bb'] },
-      { model: 'text-embedding-test', input: ['ccc', 'dddd'] },
-      { model: 'text-embedding-test', input: ['eeeee'] },
+      { model: 'text-embedding-test', input: ['a', 'bb'], encoding_format: 'float' },
+      { model: 'text-embedding-test', input: ['ccc', 'dddd'], encoding_format: 'float' },
+      { model: 'text-embedding-test', input: ['eeeee'], encoding_format: 'float' },
     ]);
     for (const request of farSide.requests) {
       expect(request.headers.authorization).toBe(`Bearer ${apiKey}`);
@@ -155,7 +164,7 @@ describe('createOpenAICompatibleEmbedder', () => {
     const embedder = createOpenAICompatibleEmbedder({ baseUrl: farSide.baseUrl, model: 'm', dimensions: 8 });
     expect(embedder.dimensions).toBe(8);
     const error = await rejectionOf(embedder.embed(['a']));
-    expect(farSide.requests[0]!.body).toEqual({ model: 'm', input: ['a'], dimensions: 8 });
+    expect(farSide.requests[0]!.body).toEqual({ model: 'm', input: ['a'], encoding_format: 'float', dimensions: 8 });
     expect(error.code).toBe('embedder_bad_response');
     expect(error.retryable).toBe(false);
     expect(error.message).toContain('3 dimensions');
@@ -174,10 +183,46 @@ describe('createOpenAICompatibleEmbedder', () => {
     expect(embedder.dimensions).toBe(3);
   });
 
-  it('turns a 429 into a retryable EmbedderError', async () => {
-    const farSide = await startFarSide((_, response) => sendJson(response, 429, { error: { message: 'Rate limit reached', type: 'requests' } }));
+  it('retries a 429 and answers once the server does', async () => {
+    let limited = 1;
+    const farSide = await startFarSide((request, response) => {
+      if (limited-- > 0) sendJson(response, 429, { error: { message: 'Rate limit reached', type: 'requests' } }, retryNow);
+      else openAIAnswer(request, response);
+    });
     const embedder = createOpenAICompatibleEmbedder({ baseUrl: farSide.baseUrl, model: 'm', apiKey });
+    const vectors = await embedder.embed(['a', 'bb']);
+    expect(vectors).toHaveLength(2);
+    expect(vectors[1]!.map((value) => Number(value.toFixed(6)))).toEqual(unit(rawVector('bb')).map((value) => Number(value.toFixed(6))));
+    expect(farSide.requests.map((request) => request.body)).toEqual([
+      { model: 'm', input: ['a', 'bb'], encoding_format: 'float' },
+      { model: 'm', input: ['a', 'bb'], encoding_format: 'float' },
+    ]);
+  });
+
+  it('retries as many times as one call asks, none when it asks for none', async () => {
+    let failures = 0;
+    const farSide = await startFarSide((request, response) => {
+      if (failures-- > 0) sendJson(response, 503, { error: { message: 'overloaded' } }, retryNow);
+      else openAIAnswer(request, response);
+    });
+    const embedder = createOpenAICompatibleEmbedder({ baseUrl: farSide.baseUrl, model: 'm', maxRetries: 2 });
+    failures = 1;
+    const error = await rejectionOf(embedder.embed(['a'], { maxRetries: 0 }));
+    expect(error.code).toBe('embedder_http_503');
+    expect(error.retryable).toBe(true);
+    expect(farSide.requests).toHaveLength(1);
+    failures = 1;
+    expect(await embedder.embed(['a'])).toHaveLength(1);
+    expect(farSide.requests).toHaveLength(3);
+  });
+
+  it('turns a 429 that outlasts the retries into a retryable EmbedderError', async () => {
+    const farSide = await startFarSide((_, response) =>
+      sendJson(response, 429, { error: { message: 'Rate limit reached', type: 'requests' } }, retryNow),
+    );
+    const embedder = createOpenAICompatibleEmbedder({ baseUrl: farSide.baseUrl, model: 'm', apiKey, maxRetries: 2 });
     const error = await rejectionOf(embedder.embed(['a']));
+    expect(farSide.requests).toHaveLength(3);
     expect(error).toBeInstanceOf(RosterError);
     expect(error.code).toBe('embedder_http_429');
     expect(error.status).toBe(429);
@@ -186,17 +231,22 @@ describe('createOpenAICompatibleEmbedder', () => {
     expect(error.message).toContain(`${farSide.baseUrl}/embeddings`);
   });
 
-  it('turns a 5xx into a retryable EmbedderError and a 400 into a final one', async () => {
+  it('turns a 5xx into a retryable EmbedderError and a 400 into a final one, asked once', async () => {
     let status = 503;
-    const farSide = await startFarSide((_, response) => sendJson(response, status, { error: 'nope' }));
-    const embedder = createOpenAICompatibleEmbedder({ baseUrl: farSide.baseUrl, model: 'm' });
+    const farSide = await startFarSide((_, response) => sendJson(response, status, { error: { message: 'nope' } }));
+    const embedder = createOpenAICompatibleEmbedder({ baseUrl: farSide.baseUrl, model: 'm', maxRetries: 0 });
     const unavailable = await rejectionOf(embedder.embed(['a']));
     expect(unavailable.code).toBe('embedder_http_503');
+    expect(unavailable.status).toBe(503);
     expect(unavailable.retryable).toBe(true);
+    expect(farSide.requests).toHaveLength(1);
     status = 400;
-    const invalid = await rejectionOf(embedder.embed(['a']));
+    const invalid = await rejectionOf(
+      createOpenAICompatibleEmbedder({ baseUrl: farSide.baseUrl, model: 'm', maxRetries: 2 }).embed(['a']),
+    );
     expect(invalid.code).toBe('embedder_http_400');
     expect(invalid.retryable).toBe(false);
+    expect(farSide.requests).toHaveLength(2);
   });
 
   it('turns malformed JSON into a final embedder_bad_response', async () => {
@@ -208,32 +258,36 @@ describe('createOpenAICompatibleEmbedder', () => {
     const error = await rejectionOf(embedder.embed(['a']));
     expect(error.code).toBe('embedder_bad_response');
     expect(error.retryable).toBe(false);
-    expect(error.message).toContain('not JSON');
+    expect(error.message).toContain('could not read');
   });
 
-  it('rejects answers with the wrong count, a bad index or non-numbers', async () => {
+  it('rejects answers with the wrong count, vectors of two lengths, non-numbers or a zero vector, without retrying', async () => {
     const answers: unknown[] = [
       { data: [{ index: 0, embedding: [1, 2] }] },
-      { data: [{ index: 0, embedding: [1, 2] }, { index: 0, embedding: [1, 2] }] },
-      { data: [{ index: 0, embedding: [1, 2] }, { index: 5, embedding: [1, 2] }] },
+      { data: [{ index: 0, embedding: [1, 2] }, { index: 1, embedding: [1, 2, 3] }] },
       { data: [{ index: 0, embedding: [1, 2] }, { index: 1, embedding: ['1', 2] }] },
       { data: [{ index: 0, embedding: [1, 2] }, { index: 1, embedding: [0, 0] }] },
       { result: [] },
+      // The positive control: the same client takes a well-formed answer.
+      { data: [{ index: 0, embedding: [1, 2] }, { index: 1, embedding: [2, 1] }] },
     ];
     let next = 0;
     const farSide = await startFarSide((_, response) => sendJson(response, 200, answers[next++]));
     const embedder = createOpenAICompatibleEmbedder({ baseUrl: farSide.baseUrl, model: 'm' });
-    for (const _ of answers) {
+    for (const _ of answers.slice(0, -1)) {
       const error = await rejectionOf(embedder.embed(['a', 'b']));
       expect(error.code).toBe('embedder_bad_response');
       expect(error.retryable).toBe(false);
     }
-    expect(farSide.requests).toHaveLength(answers.length);
+    expect(farSide.requests).toHaveLength(answers.length - 1);
+    expect(embedder.dimensions).toBe(0);
+    expect(await embedder.embed(['a', 'b'])).toHaveLength(2);
+    expect(embedder.dimensions).toBe(2);
   });
 
   it('turns a refused connection into a retryable embedder_unreachable naming the URL', async () => {
     const baseUrl = await closedBaseUrl();
-    const embedder = createOpenAICompatibleEmbedder({ baseUrl, model: 'm', apiKey });
+    const embedder = createOpenAICompatibleEmbedder({ baseUrl, model: 'm', apiKey, maxRetries: 0 });
     const error = await rejectionOf(embedder.embed(['a']));
     expect(error.code).toBe('embedder_unreachable');
     expect(error.retryable).toBe(true);
@@ -284,7 +338,7 @@ describe('createOpenAIEmbedder', () => {
     expect(farSide.requests[0]!.headers.authorization).toBe(`Bearer ${apiKey}`);
   });
 
-  it('turns a 401 into a final error that never shows the key, even when the server echoes it', async () => {
+  it('turns a 401 into a final error, not retried, that never shows the key, even when the server echoes it', async () => {
     const farSide = await startFarSide((request, response) =>
       sendJson(response, 401, {
         error: { message: `Incorrect API key provided: ${String(request.headers.authorization).slice(7)}.`, code: 'invalid_api_key' },
@@ -292,6 +346,7 @@ describe('createOpenAIEmbedder', () => {
     );
     const embedder = createOpenAIEmbedder({ model: 'text-embedding-3-small', apiKey, baseUrl: farSide.baseUrl });
     const error = await rejectionOf(embedder.embed(['a']));
+    expect(farSide.requests).toHaveLength(1);
     expect(farSide.requests[0]!.headers.authorization).toBe(`Bearer ${apiKey}`);
     expect(error.code).toBe('embedder_http_401');
     expect(error.status).toBe(401);
@@ -363,7 +418,7 @@ describe('createOllamaEmbedder', () => {
 
   it('says to start Ollama or set OLLAMA_URL when nothing listens', async () => {
     const baseUrl = await closedBaseUrl();
-    const error = await rejectionOf(createOllamaEmbedder({ baseUrl, model: 'nomic-embed-text' }).embed(['a']));
+    const error = await rejectionOf(createOllamaEmbedder({ baseUrl, model: 'nomic-embed-text', maxRetries: 0 }).embed(['a']));
     expect(error.code).toBe('embedder_unreachable');
     expect(error.retryable).toBe(true);
     expect(error.message).toContain(`${baseUrl}/api/embed`);
@@ -376,6 +431,46 @@ describe('createOllamaEmbedder', () => {
     const error = await rejectionOf(createOllamaEmbedder({ baseUrl: farSide.baseUrl, model: 'm' }).embed(['a']));
     expect(error.code).toBe('embedder_bad_response');
     expect(error.retryable).toBe(false);
+    expect(farSide.requests).toHaveLength(1);
+  });
+
+  it('retries a 503 while the model loads, and marks one that outlasts the retries retryable', async () => {
+    let failures = 1;
+    const farSide = await startFarSide((request, response) => {
+      if (failures-- > 0) sendJson(response, 503, { error: 'server busy, please try again' }, retryNow);
+      else ollamaAnswer(request, response);
+    });
+    const embedder = createOllamaEmbedder({ baseUrl: farSide.baseUrl, model: 'nomic-embed-text' });
+    expect(await embedder.embed(['a'])).toHaveLength(1);
+    expect(farSide.requests).toHaveLength(2);
+
+    failures = 10;
+    const error = await rejectionOf(createOllamaEmbedder({ baseUrl: farSide.baseUrl, model: 'nomic-embed-text', maxRetries: 1 }).embed(['a']));
+    expect(error.code).toBe('embedder_http_503');
+    expect(error.retryable).toBe(true);
+    expect(error.message).toContain('server busy');
+    expect(farSide.requests).toHaveLength(4);
+  });
+
+  it('refuses a model that answers vectors of another length than before', async () => {
+    let length = 3;
+    const farSide = await startFarSide((request, response) =>
+      sendJson(response, 200, {
+        model: 'm',
+        embeddings: inputsOf(request).map(() => new Array<number>(length).fill(1)),
+        total_duration: 1,
+        load_duration: 1,
+        prompt_eval_count: 1,
+      }),
+    );
+    const embedder = createOllamaEmbedder({ baseUrl: farSide.baseUrl, model: 'm' });
+    expect(await embedder.embed(['a'])).toHaveLength(1);
+    expect(embedder.dimensions).toBe(3);
+    length = 5;
+    const error = await rejectionOf(embedder.embed(['a']));
+    expect(error.code).toBe('embedder_bad_response');
+    expect(error.message).toContain('5 dimensions');
+    expect(embedder.dimensions).toBe(3);
   });
 });
 
@@ -413,7 +508,7 @@ describe('parseEmbedderReference', () => {
     expect(embedder.local).toBe(false);
     expect(await embedder.embed(['a'])).toHaveLength(1);
     expect(farSide.requests[0]!.path).toBe('/v1/embeddings');
-    expect(farSide.requests[0]!.body).toEqual({ model: 'bge-small', input: ['a'] });
+    expect(farSide.requests[0]!.body).toEqual({ model: 'bge-small', input: ['a'], encoding_format: 'float' });
     expect(farSide.requests[0]!.headers.authorization).toBeUndefined();
   });
 

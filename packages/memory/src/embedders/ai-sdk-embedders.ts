@@ -1,8 +1,13 @@
+import { createOpenAI } from '@ai-sdk/openai';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { isLoopbackUrl } from '@roster/config';
 import { RosterError } from '@roster/errors';
-import { EmbedderError, isRetryableStatus, normalizeVector, type Embedder, type EmbedOptions } from './embedder.js';
+import { APICallError, embedMany, RetryError, type EmbeddingModel } from 'ai';
+import { createOllama } from 'ollama-ai-provider-v2';
+import { EmbedderError, normalizeVector, type Embedder, type EmbedOptions } from './embedder.js';
 import { createHashingEmbedder } from './hashing-embedder.js';
 
-/** The `fetch` an HTTP embedder calls; Node's global one unless a test or proxy supplies another. */
+/** The `fetch` an embedder's client calls; Node's global one unless a proxy supplies another. */
 export type FetchFunction = typeof globalThis.fetch;
 
 /** Options of `createOpenAICompatibleEmbedder`. */
@@ -15,10 +20,16 @@ export interface OpenAICompatibleEmbedderOptions {
   apiKey?: string;
   /** Asked of the server (`dimensions` in the request) when given; otherwise learned from the first answer. */
   dimensions?: number;
-  /** How long one request may take, in milliseconds; 30000 by default. */
+  /** How long one batch may take, retries included, in milliseconds; 30000 by default. */
   timeoutMs?: number;
   /** At most this many texts per request; 64 by default. */
   maxBatch?: number;
+  /**
+   * Retries of a batch that failed in a way worth retrying (429, 5xx, a
+   * dropped connection), by the AI SDK's own loop, which honours
+   * `retry-after`; 2 by default, 0 to fail at once.
+   */
+  maxRetries?: number;
   fetch?: FetchFunction;
 }
 
@@ -36,10 +47,12 @@ export interface OllamaEmbedderOptions {
   baseUrl?: string;
   /** An embedding model pulled into Ollama, e.g. `nomic-embed-text`. */
   model: string;
-  /** How long one request may take, in milliseconds; 30000 by default (a cold model takes a while to load). */
+  /** How long one batch may take, retries included, in milliseconds; 30000 by default (a cold model takes a while to load). */
   timeoutMs?: number;
   /** At most this many texts per request; 64 by default. */
   maxBatch?: number;
+  /** As for `OpenAICompatibleEmbedderOptions.maxRetries`. */
+  maxRetries?: number;
   fetch?: FetchFunction;
 }
 
@@ -57,13 +70,14 @@ const defaultOpenAIBaseUrl = 'https://api.openai.com/v1';
 const defaultOllamaUrl = 'http://127.0.0.1:11434';
 const defaultTimeoutMs = 30_000;
 const defaultMaxBatch = 64;
+const defaultMaxRetries = 2;
 const excerptLength = 200;
 
 /**
  * An embedder for any server that speaks the OpenAI embeddings API (LM
- * Studio, vLLM, llama.cpp, LiteLLM, OpenAI itself): POST
- * `<baseUrl>/embeddings` with `{ model, input }`, in batches of `maxBatch`,
- * one batch after the other.
+ * Studio, vLLM, llama.cpp, LiteLLM, OpenAI itself), through the AI SDK's
+ * OpenAI-compatible provider: POST `<baseUrl>/embeddings`, in batches of
+ * `maxBatch`, one batch after the other.
  *
  * `dimensions` is the configured value, or 0 until the first answer teaches
  * it; from then on every answer must have that length. Model id:
@@ -72,8 +86,23 @@ const excerptLength = 200;
  */
 export function createOpenAICompatibleEmbedder(options: OpenAICompatibleEmbedderOptions): Embedder {
   const baseUrl = checkBaseUrl(options.baseUrl, 'openai-compatible embedder');
-  return createOpenAIProtocolEmbedder(options, baseUrl, {
+  const dimensions = checkDimensions(options.dimensions);
+  const apiKey = options.apiKey === '' ? undefined : options.apiKey;
+  const provider = createOpenAICompatible({
+    name: 'openai-compatible',
+    baseURL: baseUrl,
+    ...(apiKey === undefined ? {} : { apiKey }),
+    ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+  });
+  return new AiSdkEmbedder({
+    ...commonSettings(options),
     id: `openai-compatible:${baseUrl}#${options.model}`,
+    local: false,
+    dimensions: dimensions ?? 0,
+    model: provider.embeddingModel(options.model),
+    ...(dimensions === undefined ? {} : { providerOptions: { openaiCompatible: { dimensions } } }),
+    url: `${baseUrl}/embeddings`,
+    secret: apiKey,
     label: 'The OpenAI-compatible embeddings server',
     unreachableHint: 'start the server, or change the base URL in ROSTER_EMBEDDER',
     statusHint: (status) => {
@@ -86,9 +115,10 @@ export function createOpenAICompatibleEmbedder(options: OpenAICompatibleEmbedder
 }
 
 /**
- * The OpenAI embeddings API, model id `openai:<model>`. Throws
- * `embedder_key_missing` at once when `apiKey` is undefined or empty, so a
- * missing key shows at start and not at the first fact.
+ * The OpenAI embeddings API through the AI SDK's OpenAI provider, model id
+ * `openai:<model>`. Throws `embedder_key_missing` at once when `apiKey` is
+ * undefined or empty, so a missing key shows at start and not at the first
+ * fact.
  */
 export function createOpenAIEmbedder(options: OpenAIEmbedderOptions): Embedder {
   if (options.apiKey === undefined || options.apiKey === '') {
@@ -98,8 +128,21 @@ export function createOpenAIEmbedder(options: OpenAIEmbedderOptions): Embedder {
     );
   }
   const baseUrl = checkBaseUrl(options.baseUrl ?? defaultOpenAIBaseUrl, 'OpenAI embedder (OPENAI_BASE_URL)');
-  return createOpenAIProtocolEmbedder({ ...options, apiKey: options.apiKey }, baseUrl, {
+  const dimensions = checkDimensions(options.dimensions);
+  const provider = createOpenAI({
+    apiKey: options.apiKey,
+    baseURL: baseUrl,
+    ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+  });
+  return new AiSdkEmbedder({
+    ...commonSettings(options),
     id: `openai:${options.model}`,
+    local: false,
+    dimensions: dimensions ?? 0,
+    model: provider.embedding(options.model),
+    ...(dimensions === undefined ? {} : { providerOptions: { openai: { dimensions } } }),
+    url: `${baseUrl}/embeddings`,
+    secret: options.apiKey,
     label: 'OpenAI',
     unreachableHint: 'check the network, or set OPENAI_BASE_URL',
     statusHint: (status) => {
@@ -113,26 +156,26 @@ export function createOpenAIEmbedder(options: OpenAIEmbedderOptions): Embedder {
 }
 
 /**
- * Ollama's embedding endpoint: POST `<baseUrl>/api/embed` with
- * `{ model, input }`, answered by `{ embeddings }`. Model id `ollama:<model>`.
- * Local only when Ollama listens on a loopback address (127.x, localhost,
- * ::1): an Ollama on another host gets the text over the network.
+ * Ollama's embedding endpoint (POST `<baseUrl>/api/embed`) through the
+ * `ollama-ai-provider-v2` AI SDK provider. Model id `ollama:<model>`. Local
+ * only when Ollama listens on a loopback address (`isLoopbackUrl`): an Ollama
+ * on another host gets the text over the network, which PRIVACY=strict
+ * forbids.
  */
 export function createOllamaEmbedder(options: OllamaEmbedderOptions): Embedder {
   const baseUrl = checkBaseUrl(options.baseUrl ?? defaultOllamaUrl, 'Ollama embedder (OLLAMA_URL)');
-  const url = `${baseUrl}/api/embed`;
-  return new HttpEmbedder({
+  const provider = createOllama({
+    baseURL: `${baseUrl}/api`,
+    ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+  });
+  return new AiSdkEmbedder({
+    ...commonSettings(options),
     id: `ollama:${options.model}`,
     local: isLoopbackUrl(baseUrl),
     dimensions: 0,
-    timeoutMs: checkPositiveInteger(options.timeoutMs ?? defaultTimeoutMs, 'timeoutMs'),
-    maxBatch: checkPositiveInteger(options.maxBatch ?? defaultMaxBatch, 'maxBatch'),
-    fetch: options.fetch ?? globalThis.fetch,
-    url,
-    headers: {},
+    model: provider.embedding(options.model),
+    url: `${baseUrl}/api/embed`,
     secret: undefined,
-    body: (texts) => ({ model: options.model, input: texts }),
-    parse: parseOllamaAnswer,
     label: 'Ollama',
     unreachableHint: 'start Ollama (ollama serve) or set OLLAMA_URL',
     statusHint: (status) => {
@@ -178,73 +221,54 @@ export function parseEmbedderReference(reference: string, keys: EmbedderKeys = {
   );
 }
 
-/** Whether `url` points at this machine: 127.0.0.0/8, localhost or ::1. */
-function isLoopbackUrl(url: string): boolean {
-  const host = new URL(url).hostname.toLowerCase();
-  return host === 'localhost' || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host);
-}
-
-/** What differs between the OpenAI-protocol embedders. */
-interface OpenAIProtocolProfile {
-  id: string;
-  label: string;
-  unreachableHint: string;
-  statusHint: (status: number) => string;
-}
-
-function createOpenAIProtocolEmbedder(
-  options: Omit<OpenAICompatibleEmbedderOptions, 'baseUrl'>,
-  baseUrl: string,
-  profile: OpenAIProtocolProfile,
-): Embedder {
-  const dimensions = options.dimensions;
-  if (dimensions !== undefined) checkPositiveInteger(dimensions, 'dimensions');
-  const headers: Record<string, string> = {};
-  if (options.apiKey !== undefined && options.apiKey !== '') headers.authorization = `Bearer ${options.apiKey}`;
-  return new HttpEmbedder({
-    ...profile,
-    local: false,
-    dimensions: dimensions ?? 0,
-    timeoutMs: checkPositiveInteger(options.timeoutMs ?? defaultTimeoutMs, 'timeoutMs'),
-    maxBatch: checkPositiveInteger(options.maxBatch ?? defaultMaxBatch, 'maxBatch'),
-    fetch: options.fetch ?? globalThis.fetch,
-    url: `${baseUrl}/embeddings`,
-    headers,
-    secret: options.apiKey,
-    body: (texts) =>
-      dimensions === undefined ? { model: options.model, input: texts } : { model: options.model, input: texts, dimensions },
-    parse: parseOpenAIAnswer,
-  });
-}
-
-/** Everything an `HttpEmbedder` needs: where to send, what to send, how to read the answer, what to tell people. */
-interface HttpEmbedderSettings {
+/** Everything an `AiSdkEmbedder` needs: the SDK model, its limits, and what to tell people when it fails. */
+interface AiSdkEmbedderSettings {
   id: string;
   local: boolean;
   /** Known length, or 0 to learn it from the first answer. */
   dimensions: number;
+  model: Exclude<EmbeddingModel, string>;
+  /** The provider's own options (the dimensions asked for), keyed by provider. */
+  providerOptions?: Record<string, Record<string, number>>;
   timeoutMs: number;
   maxBatch: number;
-  fetch: FetchFunction;
+  maxRetries: number;
+  /** The endpoint, named in messages. */
   url: string;
-  headers: Record<string, string>;
-  /** Scrubbed from every excerpt put in a message. */
+  /** Scrubbed from every message, should a server echo it back. */
   secret: string | undefined;
-  body: (texts: readonly string[]) => unknown;
-  /** The vectors in input order, or a description of what is wrong with the answer. */
-  parse: (answer: unknown, count: number) => number[][] | string;
   label: string;
   unreachableHint: string;
   statusHint: (status: number) => string;
 }
 
-class HttpEmbedder implements Embedder {
+/** The checked limits every embedder shares. */
+function commonSettings(options: { timeoutMs?: number; maxBatch?: number; maxRetries?: number }): Pick<
+  AiSdkEmbedderSettings,
+  'timeoutMs' | 'maxBatch' | 'maxRetries'
+> {
+  return {
+    timeoutMs: checkPositiveInteger(options.timeoutMs ?? defaultTimeoutMs, 'timeoutMs'),
+    maxBatch: checkPositiveInteger(options.maxBatch ?? defaultMaxBatch, 'maxBatch'),
+    maxRetries: checkCount(options.maxRetries ?? defaultMaxRetries, 'maxRetries'),
+  };
+}
+
+/**
+ * One embedder over any AI SDK embedding model: `embedMany` per batch (the
+ * SDK retries 429, 5xx and dropped connections), then the checks the SDK does
+ * not make (one vector per text, one length for every vector, non-zero) and
+ * normalisation. Failures become `EmbedderError`s that never carry the texts
+ * nor the key: the SDK's errors hold the request body, so none is kept as a
+ * cause.
+ */
+class AiSdkEmbedder implements Embedder {
   readonly model: string;
   readonly local: boolean;
   #dimensions: number;
-  readonly #settings: HttpEmbedderSettings;
+  readonly #settings: AiSdkEmbedderSettings;
 
-  constructor(settings: HttpEmbedderSettings) {
+  constructor(settings: AiSdkEmbedderSettings) {
     this.model = settings.id;
     this.local = settings.local;
     this.#dimensions = settings.dimensions;
@@ -258,144 +282,114 @@ class HttpEmbedder implements Embedder {
   async embed(texts: readonly string[], options: EmbedOptions = {}): Promise<number[][]> {
     const vectors: number[][] = [];
     for (let start = 0; start < texts.length; start += this.#settings.maxBatch) {
-      vectors.push(...(await this.#embedBatch(texts.slice(start, start + this.#settings.maxBatch), options.signal)));
+      vectors.push(...(await this.#embedBatch(texts.slice(start, start + this.#settings.maxBatch), options)));
     }
     return vectors;
   }
 
-  async #embedBatch(texts: readonly string[], callerSignal: AbortSignal | undefined): Promise<number[][]> {
-    const { url, label, timeoutMs } = this.#settings;
+  async #embedBatch(texts: readonly string[], options: EmbedOptions): Promise<number[][]> {
+    const { timeoutMs } = this.#settings;
+    const callerSignal = options.signal;
+    const maxRetries = options.maxRetries === undefined ? this.#settings.maxRetries : checkCount(options.maxRetries, 'maxRetries');
     callerSignal?.throwIfAborted();
     const timeout = AbortSignal.timeout(timeoutMs);
     const signal = callerSignal === undefined ? timeout : AbortSignal.any([callerSignal, timeout]);
 
-    let status: number;
-    let text: string;
+    let embeddings: number[][];
     try {
-      const response = await this.#settings.fetch(url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json', ...this.#settings.headers },
-        body: JSON.stringify(this.#settings.body(texts)),
-        signal,
-      });
-      status = response.status;
-      text = await response.text();
+      ({ embeddings } = await embedMany({
+        model: this.#settings.model,
+        values: [...texts],
+        maxRetries,
+        maxParallelCalls: 1,
+        abortSignal: signal,
+        ...(this.#settings.providerOptions === undefined ? {} : { providerOptions: this.#settings.providerOptions }),
+      }));
     } catch (error) {
       if (callerSignal?.aborted) throw callerSignal.reason;
       if (timeout.aborted) {
         throw new EmbedderError(
           'embedder_timeout',
-          `${label} did not answer within ${timeoutMs} ms at ${url}: it may be overloaded or still loading the model; try again, or ${this.#settings.unreachableHint}.`,
-          { cause: error, retryable: true },
+          `${this.#settings.label} did not answer within ${timeoutMs} ms at ${this.#settings.url}: it may be overloaded or still loading the model; try again, or ${this.#settings.unreachableHint}.`,
+          { retryable: true },
         );
       }
-      throw new EmbedderError(
-        'embedder_unreachable',
-        `${label} is not reachable at ${url} (${this.#scrub(networkReason(error))}): ${this.#settings.unreachableHint}.`,
-        { cause: error, retryable: true },
-      );
+      throw this.#failure(error);
     }
 
-    if (status < 200 || status > 299) {
-      const excerpt = this.#excerpt(text);
-      throw new EmbedderError(
-        `embedder_http_${status}`,
-        `${label} answered HTTP ${status} at ${url}${excerpt === '' ? '' : ` (${excerpt})`}: ${this.#settings.statusHint(status)}.`,
-        { status, retryable: isRetryableStatus(status) },
-      );
-    }
-
-    let answer: unknown;
-    try {
-      answer = JSON.parse(text);
-    } catch {
-      throw this.#badResponse(`an answer that is not JSON (${this.#excerpt(text) || 'empty'})`, status);
-    }
-    const parsed = this.#settings.parse(answer, texts.length);
-    if (typeof parsed === 'string') throw this.#badResponse(parsed, status);
-
+    if (embeddings.length !== texts.length) throw this.#badResponse(`${embeddings.length} embeddings for ${texts.length} inputs`);
+    const expected = this.#dimensions === 0 ? embeddings[0]?.length ?? 0 : this.#dimensions;
     const normalized: number[][] = [];
-    for (const [index, vector] of parsed.entries()) {
-      const expected = this.#dimensions === 0 ? parsed[0]?.length ?? 0 : this.#dimensions;
+    for (const [index, vector] of embeddings.entries()) {
       if (vector.length === 0 || vector.length !== expected) {
-        throw this.#badResponse(`a vector of ${vector.length} dimensions for input ${index}, expected ${expected}`, status);
+        throw this.#badResponse(`a vector of ${vector.length} dimensions for input ${index}, expected ${expected}`);
       }
       const unit = normalizeVector(vector);
-      if (unit === undefined) throw this.#badResponse(`a zero or non-finite vector for input ${index}`, status);
+      if (unit === undefined) throw this.#badResponse(`a zero or non-finite vector for input ${index}`);
       normalized.push(unit);
     }
-    if (this.#dimensions === 0 && normalized[0] !== undefined) this.#dimensions = normalized[0].length;
+    if (this.#dimensions === 0 && expected > 0) this.#dimensions = expected;
     return normalized;
   }
 
-  #badResponse(what: string, status: number): EmbedderError {
+  /** The SDK's failure (the last one, after its retries) as an `EmbedderError` that says whether trying again may help. */
+  #failure(error: unknown): EmbedderError {
+    const { label, url } = this.#settings;
+    const last = RetryError.isInstance(error) ? error.lastError : error;
+    if (!APICallError.isInstance(last)) {
+      return new EmbedderError('embedder_failed', this.#scrub(`${label} at ${url} failed: ${errorText(last)}.`));
+    }
+    const status = last.statusCode;
+    if (status === undefined) {
+      // Never answered: the SDK puts undici's reason (ECONNREFUSED …) in the cause.
+      const cause: unknown = last.cause;
+      const reason = cause instanceof Error && cause.message !== '' ? cause.message : last.message;
+      return new EmbedderError(
+        'embedder_unreachable',
+        this.#scrub(`${label} is not reachable at ${url} (${reason}): ${this.#settings.unreachableHint}.`),
+        { cause, retryable: last.isRetryable },
+      );
+    }
+    if (status >= 200 && status <= 299) {
+      // The SDK read the answer and refused it: not JSON, or not the shape of the API.
+      const excerpt = this.#excerpt(last.responseBody ?? '');
+      return this.#badResponse(`an answer its client could not read (${last.message.replace(/\.$/, '')}${excerpt === '' ? ', empty' : `: ${excerpt}`})`, status);
+    }
+    const excerpt = this.#excerpt(last.responseBody ?? last.message);
     return new EmbedderError(
-      'embedder_bad_response',
-      `${this.#settings.label} at ${this.#settings.url} sent ${what}: check that the address serves the ${this.model} embeddings API.`,
-      { status, retryable: false },
+      `embedder_http_${status}`,
+      this.#scrub(`${label} answered HTTP ${status} at ${url}${excerpt === '' ? '' : ` (${excerpt})`}: ${this.#settings.statusHint(status)}.`),
+      { status, retryable: last.isRetryable },
     );
   }
 
-  /** A short, single-line, key-free excerpt of a response body. */
+  #badResponse(what: string, status?: number): EmbedderError {
+    return new EmbedderError(
+      'embedder_bad_response',
+      this.#scrub(`${this.#settings.label} at ${this.#settings.url} sent ${what}: check that the address serves the ${this.model} embeddings API.`),
+      status === undefined ? { retryable: false } : { status, retryable: false },
+    );
+  }
+
+  /** A short, single-line excerpt of a response body. */
   #excerpt(text: string): string {
-    const line = this.#scrub(text).replace(/\s+/g, ' ').trim();
+    const line = text.replace(/\s+/g, ' ').trim();
     return line.length > excerptLength ? `${line.slice(0, excerptLength)}…` : line;
   }
 
-  /** `text` without the API key, should a server echo it back. */
+  /** `text` without the API key, nor anything shaped like one, should a server echo it back. */
   #scrub(text: string): string {
     const secret = this.#settings.secret;
-    return secret === undefined || secret === '' ? text : text.split(secret).join('[redacted]');
+    const clean = secret === undefined || secret === '' ? text : text.split(secret).join('[redacted]');
+    return clean.replace(keyShaped, '[redacted]');
   }
 }
 
-function parseOpenAIAnswer(answer: unknown, count: number): number[][] | string {
-  if (!isRecord(answer) || !Array.isArray(answer.data)) return 'an answer without a "data" array';
-  if (answer.data.length !== count) return `${answer.data.length} embeddings for ${count} inputs`;
-  const vectors: (number[] | undefined)[] = new Array<number[] | undefined>(count).fill(undefined);
-  for (const [position, item] of (answer.data as unknown[]).entries()) {
-    if (!isRecord(item)) return `data[${position}] that is not an object`;
-    // Servers that leave out "index" answer in input order.
-    const index = item.index ?? position;
-    if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index >= count) {
-      return `data[${position}] with index ${JSON.stringify(index)} outside 0..${count - 1}`;
-    }
-    if (vectors[index] !== undefined) return `index ${index} twice`;
-    if (!isNumberArray(item.embedding)) return `data[${position}].embedding that is not an array of numbers`;
-    vectors[index] = item.embedding;
-  }
-  return vectors as number[][];
-}
+/** Tokens shaped like API keys, as the engines scrub them. */
+const keyShaped = /\b(?:sk|pk|rk|key)-[A-Za-z0-9_*.-]{6,}|\bBearer\s+\S+/gi;
 
-function parseOllamaAnswer(answer: unknown, count: number): number[][] | string {
-  if (!isRecord(answer) || !Array.isArray(answer.embeddings)) return 'an answer without an "embeddings" array';
-  const embeddings = answer.embeddings as unknown[];
-  if (embeddings.length !== count) return `${embeddings.length} embeddings for ${count} inputs`;
-  const vectors: number[][] = [];
-  for (const [index, embedding] of embeddings.entries()) {
-    if (!isNumberArray(embedding)) return `embeddings[${index}] that is not an array of numbers`;
-    vectors.push(embedding);
-  }
-  return vectors;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function isNumberArray(value: unknown): value is number[] {
-  return Array.isArray(value) && value.every((item) => typeof item === 'number');
-}
-
-/** The most telling part of a fetch failure: undici hides `ECONNREFUSED …` in the cause of "fetch failed". */
-function networkReason(error: unknown): string {
-  if (error instanceof Error) {
-    const cause: unknown = error.cause;
-    if (cause instanceof Error && cause.message !== '') return cause.message;
-    if (typeof cause === 'object' && cause !== null && 'code' in cause) return String(cause.code);
-    return error.message;
-  }
-  return String(error);
+function errorText(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).replace(/\.$/, '');
 }
 
 function genericStatusHint(status: number): string {
@@ -420,6 +414,17 @@ function checkBaseUrl(baseUrl: string, what: string): string {
     throw new EmbedderError('embedder_options_invalid', `The ${what} base URL must not carry credentials: pass the key as an API key instead.`);
   }
   return baseUrl.trim().replace(/\/+$/, '');
+}
+
+function checkDimensions(dimensions: number | undefined): number | undefined {
+  return dimensions === undefined ? undefined : checkPositiveInteger(dimensions, 'dimensions');
+}
+
+function checkCount(value: number, name: string): number {
+  if (!Number.isInteger(value) || value < 0) {
+    throw new EmbedderError('embedder_options_invalid', `The embedder option ${name} must be a whole number of at least 0, got ${String(value)}.`);
+  }
+  return value;
 }
 
 function checkPositiveInteger(value: number, name: string): number {
