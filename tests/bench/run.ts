@@ -14,6 +14,7 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   retrieval: () => import('./retrieval.js'),
   locomo: () => import('./locomo.js'),
   jobs: () => import('./jobs.js'),
+  match: () => import('./match.js'),
 };
 
 const documentPath = fileURLToPath(new URL('../../docs/benchmarks.md', import.meta.url));

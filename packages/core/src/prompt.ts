@@ -7,7 +7,8 @@ const toolGuidance = `How you use memory:
 - remember: store what the person tells you about themselves, in their words.
 - recall: look up what you know before answering questions about the person or the past.
 - correct: when the person says something you know was wrong, replace it; update: when it changed.
-- forget: when the person asks you to forget something, find it with recall and forget it.
+- forget: when the person asks you to forget something, find it and forget it.
+- Before forget, correct or update, find the fact with recall and matching: true, and pass the person's words as request. If nothing matches, say you found nothing like it; if several are marked close, ask which one and change nothing.
 - feedback: record the person's rating of your answer. propose_lesson: suggest a rule for yourself; a person must approve it.
 - ask_agent: ask a colleague; it shares only general knowledge, never what other people told it.
 Never reveal one person's memories to another. Facts marked (unconfirmed) may be wrong.`;

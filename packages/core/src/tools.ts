@@ -1,5 +1,6 @@
+import type { Scope } from '@roster/db';
 import { RosterError } from '@roster/errors';
-import type { Memory, Provenance } from '@roster/memory';
+import { closeMatches, type Memory, type Provenance } from '@roster/memory';
 import { z } from 'zod';
 import { currentTurn, type TurnContext } from './context.js';
 import type { EngineTool } from './engine.js';
@@ -50,6 +51,24 @@ function defineTool<S extends z.ZodType>(tool: {
 
 const content = z.string().min(1).max(4000);
 const factId = z.string().uuid();
+/** The person's own words naming the fact: what forget, correct and update must match before they act. */
+const request = z.string().min(1).max(1000);
+
+/**
+ * Refuse a destructive action on a fact that does not match the person's
+ * request, so that no engine (a model that picked the wrong id, a rule that
+ * took the first search result) can forget, retract or close an unrelated
+ * fact.
+ */
+async function requireMatch(memory: Memory, scope: Scope, id: string, words: string, action: string): Promise<void> {
+  const [match] = await memory.match(scope, words, { factIds: [id] });
+  if (match === undefined) {
+    throw new RosterError(
+      'fact_mismatch',
+      `Nothing was ${action}: fact ${id} does not match ${JSON.stringify(words.slice(0, 200))}. Call recall with matching: true to find the facts that do; if none does, tell the person you found nothing like it.`,
+    );
+  }
+}
 
 /**
  * The memory tools. Each handler takes its scope from the turn's context,
@@ -77,12 +96,27 @@ export function memoryTools(host: ToolHost): EngineTool[] {
     }),
     defineTool({
       name: 'recall',
-      description: 'Search what you remember about this person (and what you know generally). Returns the most relevant facts.',
-      inputSchema: z.object({ query: z.string().min(1).max(1000), limit: z.number().int().min(1).max(20).optional() }),
+      description:
+        'Search what you remember about this person (and what you know generally). Returns the most relevant facts. ' +
+        'With matching: true, returns only facts that genuinely match the query (shared words, close meaning), best first, each with why and how strongly, and `close` on those too near the best to tell apart: use it before forget, correct or update.',
+      inputSchema: z.object({ query: z.string().min(1).max(1000), limit: z.number().int().min(1).max(20).optional(), matching: z.boolean().optional() }),
       async execute(input) {
         const context = currentTurn();
         try {
           const scope = scoped(context);
+          if (input.matching === true) {
+            // Looking for the fact to act on is not a use.
+            const matches = (await host.memory.match(scope, input.query)).slice(0, input.limit ?? 5);
+            const close = new Set(closeMatches(matches).map((match) => match.fact.id));
+            return {
+              facts: matches.map((match) => ({
+                id: match.fact.id,
+                content: match.fact.content ?? '',
+                trust: match.fact.trust,
+                match: { reasons: match.reasons, sharedWords: match.sharedWords, score: Number(match.score.toFixed(3)), close: close.has(match.fact.id) },
+              })),
+            };
+          }
           const results = await host.memory.search(scope, input.query, { limit: input.limit ?? 5 });
           const facts = results.map((result) => ({ id: result.fact.id, content: result.fact.content ?? '', trust: result.fact.trust }));
           // A recall hit is a use; being retrieved into the prompt is not.
@@ -95,11 +129,13 @@ export function memoryTools(host: ToolHost): EngineTool[] {
     }),
     defineTool({
       name: 'correct',
-      description: 'The person says a fact was wrong (never true): replace it with the right one.',
-      inputSchema: z.object({ factId, content }),
+      description:
+        'The person says a fact was wrong (never true): replace it with the right one. `request` is the person\'s words about it; a fact that does not match them is refused.',
+      inputSchema: z.object({ factId, content, request }),
       async execute(input) {
         const context = currentTurn();
         try {
+          await requireMatch(host.memory, scoped(context), input.factId, input.request, 'corrected');
           const { fact } = await host.memory.correct(scoped(context), input.factId, input.content, provenance(context, 'correct'));
           return { factId: fact.id, content: fact.content };
         } catch (error) {
@@ -109,11 +145,13 @@ export function memoryTools(host: ToolHost): EngineTool[] {
     }),
     defineTool({
       name: 'update',
-      description: 'The person says a fact changed (it was true until now): record the new value and keep the old one as history.',
-      inputSchema: z.object({ factId, content }),
+      description:
+        'The person says a fact changed (it was true until now): record the new value and keep the old one as history. `request` is the person\'s words about it; a fact that does not match them is refused.',
+      inputSchema: z.object({ factId, content, request }),
       async execute(input) {
         const context = currentTurn();
         try {
+          await requireMatch(host.memory, scoped(context), input.factId, input.request, 'updated');
           const { fact } = await host.memory.update(scoped(context), input.factId, input.content, provenance(context, 'update'));
           return { factId: fact.id, content: fact.content };
         } catch (error) {
@@ -123,11 +161,13 @@ export function memoryTools(host: ToolHost): EngineTool[] {
     }),
     defineTool({
       name: 'forget',
-      description: 'The person wants a fact forgotten: it is erased for good and never learned again unless they say it again.',
-      inputSchema: z.object({ factId }),
+      description:
+        'The person wants a fact forgotten: it is erased for good and never learned again unless they say it again. `request` is the person\'s words naming it; a fact that does not match them is refused.',
+      inputSchema: z.object({ factId, request }),
       async execute(input) {
         const context = currentTurn();
         try {
+          await requireMatch(host.memory, scoped(context), input.factId, input.request, 'forgotten');
           await host.memory.forget(scoped(context), input.factId, provenance(context, 'forget'));
           return { forgotten: true };
         } catch (error) {

@@ -10,8 +10,11 @@ interface StoredFact {
 }
 
 /**
- * The far side of this unit: memory tools with the core's input and output
- * shapes over a tiny map. Recall matches facts sharing a word of three letters or more.
+ * Memory tools with the core's input and output shapes over a tiny map, for
+ * reading the phrasings and the replies. Recall matches facts sharing a word
+ * of three letters or more. Forget, correct and update are left to
+ * tests/destructive-actions.test.ts, which runs them over the real memory:
+ * which fact they may act on is decided by the real search, never a stand-in.
  */
 function memoryTools(initial: readonly string[] = []) {
   const facts = new Map<string, StoredFact>();
@@ -140,91 +143,6 @@ describe('offline engine', () => {
     expect(result.toolCalls).toEqual([{ toolName: 'recall', input: { query: 'jazz' }, output: { facts: [] } }]);
   });
 
-  it('forgets the first fact recall finds', async () => {
-    const memory = memoryTools(['Ada drinks green tea', 'Ada lives in Turin']);
-
-    const result = await say('forget that Ada drinks green tea', memory.tools);
-
-    expect(result.text).toBe('Forgotten.');
-    expect(result.toolCalls).toEqual([
-      {
-        toolName: 'recall',
-        input: { query: 'Ada drinks green tea' },
-        output: {
-          facts: [
-            { id: 'fact-1', content: 'Ada drinks green tea', trust: 'stated' },
-            { id: 'fact-2', content: 'Ada lives in Turin', trust: 'stated' },
-          ],
-        },
-      },
-      { toolName: 'forget', input: { factId: 'fact-1' }, output: { forgotten: true } },
-    ]);
-    expect(memory.contents()).toEqual(['Ada lives in Turin']);
-  });
-
-  it('forgets nothing when recall finds nothing', async () => {
-    const memory = memoryTools(['Ada lives in Turin']);
-
-    const result = await say('Forget jazz', memory.tools);
-
-    expect(result.text).toBe('I had nothing like that.');
-    expect(result.toolCalls.map((call) => call.toolName)).toEqual(['recall']);
-    expect(memory.contents()).toEqual(['Ada lives in Turin']);
-  });
-
-  it.each(['Actually, Ada drinks black tea', "That's wrong, Ada drinks black tea", 'that is wrong, Ada drinks black tea'])(
-    'corrects the first fact recall finds: %j',
-    async (message) => {
-      const memory = memoryTools(['Ada drinks green tea']);
-
-      const result = await say(message, memory.tools);
-
-      expect(result.text).toBe('Corrected: Ada drinks black tea');
-      expect(result.toolCalls).toEqual([
-        {
-          toolName: 'recall',
-          input: { query: 'Ada drinks black tea' },
-          output: { facts: [{ id: 'fact-1', content: 'Ada drinks green tea', trust: 'stated' }] },
-        },
-        {
-          toolName: 'correct',
-          input: { factId: 'fact-1', content: 'Ada drinks black tea' },
-          output: { factId: 'fact-1', content: 'Ada drinks black tea' },
-        },
-      ]);
-      expect(memory.contents()).toEqual(['Ada drinks black tea']);
-    },
-  );
-
-  it('remembers a correction that matches nothing', async () => {
-    const memory = memoryTools(['Ada lives in Turin']);
-
-    const result = await say('actually, Bob plays chess', memory.tools);
-
-    expect(result.text).toBe('Noted: Bob plays chess');
-    expect(result.toolCalls.map((call) => [call.toolName, call.input])).toEqual([
-      ['recall', { query: 'Bob plays chess' }],
-      ['remember', { content: 'Bob plays chess' }],
-    ]);
-    expect(memory.contents()).toEqual(['Ada lives in Turin', 'Bob plays chess']);
-  });
-
-  it('updates the first fact recall finds, and remembers an update that matches nothing', async () => {
-    const memory = memoryTools(['Ada lives in Milan']);
-
-    const updated = await say('Update: Ada lives in Turin', memory.tools);
-    const noted = await say('update:Bob plays chess', memory.tools);
-
-    expect(updated.text).toBe('Updated: Ada lives in Turin');
-    expect(updated.toolCalls.map((call) => [call.toolName, call.input])).toEqual([
-      ['recall', { query: 'Ada lives in Turin' }],
-      ['update', { factId: 'fact-1', content: 'Ada lives in Turin' }],
-    ]);
-    expect(noted.text).toBe('Noted: Bob plays chess');
-    expect(noted.toolCalls.map((call) => call.toolName)).toEqual(['recall', 'remember']);
-    expect(memory.contents()).toEqual(['Ada lives in Turin', 'Bob plays chess']);
-  });
-
   it('understands the Italian forms', async () => {
     const memory = memoryTools();
 
@@ -232,11 +150,7 @@ describe('offline engine', () => {
     expect((await say('ricorda la casa è a Torino', memory.tools)).text).toBe('Noted: la casa è a Torino');
     expect((await say('Cosa sai di casa?', memory.tools)).text).toBe('- la casa è a Torino');
     expect((await say('cosa ricordi di giardino', memory.tools)).text).toBe("I don't know anything about giardino yet.");
-    expect((await say('Hai sbagliato, il tè preferito è nero', memory.tools)).text).toBe('Corrected: il tè preferito è nero');
-    expect((await say('Aggiorna: la casa è a Milano', memory.tools)).text).toBe('Updated: la casa è a Milano');
-    expect(memory.contents()).toEqual(['il tè preferito è nero', 'la casa è a Milano']);
-    expect((await say('Dimentica che il tè preferito è nero', memory.tools)).text).toBe('Forgotten.');
-    expect(memory.contents()).toEqual(['la casa è a Milano']);
+    expect(memory.contents()).toEqual(['il tè preferito è verde', 'la casa è a Torino']);
   });
 
   it('says what it is and calls nothing when no rule matches', async () => {

@@ -91,19 +91,43 @@ async function perform(intent: Intent, turn: OfflineTurn): Promise<string> {
       return facts.map((fact) => `- ${fact.content}`).join('\n');
     }
     case 'forget': {
-      const [hit] = await recall(intent.query, turn);
-      if (hit === undefined) return 'I had nothing like that.';
-      const output = await turn.call('forget', { factId: hit.id });
-      return isRecord(output) && output.forgotten === false ? 'I had nothing like that.' : 'Forgotten.';
+      const found = await find(intent.query, turn);
+      if (found.length === 0) return 'I found nothing like that to forget.';
+      if (found.length > 1) return whichOne(found);
+      await turn.call('forget', { factId: found[0]!.id, request: intent.query });
+      return 'Forgotten.';
     }
     case 'correct':
     case 'update': {
-      const [hit] = await recall(intent.content, turn);
-      if (hit === undefined) return remember(intent.content, turn);
-      await turn.call(intent.kind, { factId: hit.id, content: intent.content });
+      // A correction of nothing stored is news: it is remembered, and no other fact is touched.
+      const found = await find(intent.content, turn);
+      if (found.length === 0) return `${await remember(intent.content, turn)} (I found nothing like it to ${intent.kind}.)`;
+      if (found.length > 1) return whichOne(found);
+      await turn.call(intent.kind, { factId: found[0]!.id, content: intent.content, request: intent.content });
       return `${intent.kind === 'correct' ? 'Corrected' : 'Updated'}: ${intent.content}`;
     }
   }
+}
+
+/** Several facts match about equally: the person says which, and nothing changes until then. */
+function whichOne(facts: ReadonlyArray<{ content: string }>): string {
+  return `Which one: ${facts.map((fact, index) => `${index + 1}. ${fact.content}`).join(' ')}? Say it again in words that fit only one; I changed nothing.`;
+}
+
+/**
+ * The facts a destructive action may take: only those that match the words
+ * (recall with `matching`), and of those the ones too close to the best to
+ * tell apart. One fact means act on it; several, ask; none, say so.
+ */
+async function find(words: string, turn: OfflineTurn): Promise<Array<{ id: string; content: string }>> {
+  const output = await turn.call('recall', { query: words, matching: true });
+  const facts = isRecord(output) && Array.isArray(output.facts) ? output.facts : [];
+  return facts
+    .filter(
+      (fact): fact is { id: string; content: string; match: { close: boolean } } =>
+        isRecord(fact) && typeof fact.id === 'string' && typeof fact.content === 'string' && isRecord(fact.match) && fact.match.close === true,
+    )
+    .map((fact) => ({ id: fact.id, content: fact.content }));
 }
 
 async function remember(content: string, turn: OfflineTurn): Promise<string> {

@@ -4,6 +4,7 @@ export { ensureEmbeddingModel, writeEmbedding } from './embeddings.js';
 export { FactNotFoundError, FactStateError, RejectedStatementError, TombstonedError } from './errors.js';
 export { renderExport, type ExportFormat } from './export.js';
 export { fade, fadeBatchStatement, protectedCategories, type FadeOptions, type FadeReport } from './fade.js';
+export { closeMatches, hashingMatchRule, matchFacts, matchRule, matchTieMargin, type FactMatch, type MatchOptions, type MatchReason, type MatchRule } from './match.js';
 export { createMemory, type Forgotten, type HistoryEntry, type Memory, type MemoryOptions, type RememberInput, type UseReason } from './memory.js';
 export { containsSecret, redactSecrets } from './redact.js';
 export { anyWordQuery, defaultVectorWeight, hashingVectorWeight, ScopeSizeCache, searchFacts, type SearchOptions } from './search.js';

@@ -5,6 +5,7 @@ import type { Embedder } from './embedders/index.js';
 import { embedOne, ensureEmbeddingModel, writeEmbedding } from './embeddings.js';
 import { FactNotFoundError, FactStateError, RejectedStatementError, TombstonedError } from './errors.js';
 import { renderExport, type ExportFormat } from './export.js';
+import { matchFacts, type FactMatch, type MatchOptions } from './match.js';
 import { redactSecrets } from './redact.js';
 import { factColumns, toFact, type FactRow } from './rows.js';
 import { ScopeSizeCache, searchFacts, type SearchOptions } from './search.js';
@@ -75,6 +76,12 @@ export interface Memory {
   history(scope: Scope, factId: string): Promise<HistoryEntry[]>;
   asOf(scope: Scope, at: { validAt?: Date; recordedAt?: Date }): Promise<Fact[]>;
   search(scope: Scope, query: string, options?: SearchOptions): Promise<SearchResult[]>;
+  /**
+   * Only the facts that genuinely match a request (shared words or a close
+   * vector, at measured thresholds), best first, each with why; none when
+   * nothing does. Forget, correct and update act on nothing else.
+   */
+  match(scope: Scope, request: string, options?: MatchOptions): Promise<FactMatch[]>;
   recordUse(scope: Scope, factIds: readonly string[], reason: UseReason, actor: Actor): Promise<number>;
   export(scope: Scope, format: ExportFormat): Promise<string>;
 }
@@ -459,6 +466,11 @@ export function createMemory(options: MemoryOptions): Memory {
     async search(scope, query, options) {
       await prepare();
       return searchFacts(database, embedder, scope, query, { scopeSizes, ...options });
+    },
+
+    async match(scope, request, options) {
+      await prepare();
+      return matchFacts(database, embedder, scope, request, { scopeSizes, ...options });
     },
 
     async recordUse(scope, factIds, reason, actor) {
