@@ -33,9 +33,11 @@ async function seed(dataDir: string): Promise<void> {
 async function tamper(dataDir: string, agent: string, seq: number): Promise<void> {
   const database = await openEmbeddedDatabase(path.join(dataDir, 'pglite'));
   try {
-    await database.adminScope('test: tamper as a superuser', async (tx) => {
-      await tx.query('set local session_replication_role = replica');
+    // The owner of the schema can switch its own trigger off; the chain still shows where.
+    await database.ownerScope('test: tamper as the owner', async (tx) => {
+      await tx.query('alter table memory_events disable trigger memory_events_append_only');
       await tx.query(`update memory_events set detail = '{"trust":"verified"}' where seq = $1 and agent_id = (select id from agents where name = $2)`, [seq, agent]);
+      await tx.query('alter table memory_events enable trigger memory_events_append_only');
     });
   } finally {
     await database.close();

@@ -74,7 +74,7 @@ async function databaseChecks(database: Database): Promise<Check[]> {
     checks.push({ name: 'pgvector', status: 'ok', detail: info.pgvector });
   }
   const latest = loadMigrations().at(-1)?.version ?? 0;
-  const version = await database.adminScope('doctor: read the migration ledger', async (tx) => {
+  const version = await database.ownerScope('doctor: read the migration ledger', async (tx) => {
     const ledger = await tx.query<{ exists: boolean }>(`select to_regclass('roster_migrations') is not null as exists`);
     if (ledger.rows[0]?.exists !== true) return 0;
     const { rows } = await tx.query<{ version: number | null }>('select max(version) as version from roster_migrations');
@@ -87,7 +87,44 @@ async function databaseChecks(database: Database): Promise<Check[]> {
         ? { name: 'migrations', status: 'fail', detail: `at version ${version} of ${latest}: run roster migrate` }
         : { name: 'migrations', status: 'fail', detail: `at version ${version}, newer than this Roster (${latest}): run a newer Roster` },
   );
+  if (version > 0) checks.push(await rolesCheck(database));
   return checks;
+}
+
+/**
+ * The role model: the connecting role owns the schema and must be able to
+ * switch to roster_app (scoped turns) and roster_ops (jobs and the owner's
+ * tools), holding roster_ops's policies itself; none may bypass row-level
+ * security. What is missing is named with the SQL an administrator runs.
+ */
+async function rolesCheck(database: Database): Promise<Check> {
+  const state = await database.ownerScope('doctor: read the roles', async (tx) => {
+    const { rows } = await tx.query<{ owner: string; superuser: boolean; app: boolean; ops: boolean; app_set: boolean; ops_set: boolean; ops_usage: boolean; bypass: string[] }>(
+      `select current_user as owner,
+              (select rolsuper from pg_roles where rolname = current_user) as superuser,
+              exists (select 1 from pg_roles where rolname = 'roster_app') as app,
+              exists (select 1 from pg_roles where rolname = 'roster_ops') as ops,
+              coalesce((select pg_has_role(current_user, 'roster_app', 'member') from pg_roles where rolname = 'roster_app'), false) as app_set,
+              coalesce((select pg_has_role(current_user, 'roster_ops', 'member') from pg_roles where rolname = 'roster_ops'), false) as ops_set,
+              coalesce((select pg_has_role(current_user, 'roster_ops', 'usage') from pg_roles where rolname = 'roster_ops'), false) as ops_usage,
+              array(select rolname::text from pg_roles where rolname in ('roster_app', 'roster_ops') and (rolsuper or rolbypassrls)) as bypass`,
+    );
+    return rows[0]!;
+  });
+  if (!state.app || !state.ops) {
+    return { name: 'roles', status: 'fail', detail: 'roster_app or roster_ops is missing: run roster migrate as the owner of the database' };
+  }
+  if (state.bypass.length > 0) {
+    return { name: 'roles', status: 'fail', detail: `${state.bypass.join(', ')} can bypass row-level security: ALTER ROLE ${state.bypass[0]} NOSUPERUSER NOBYPASSRLS` };
+  }
+  if (!state.superuser && (!state.app_set || !state.ops_set || !state.ops_usage)) {
+    return {
+      name: 'roles',
+      status: 'fail',
+      detail: `${state.owner} cannot switch to the runtime roles: GRANT roster_app TO ${state.owner} WITH SET TRUE; GRANT roster_ops TO ${state.owner} WITH INHERIT TRUE, SET TRUE`,
+    };
+  }
+  return { name: 'roles', status: 'ok', detail: `owner ${state.owner}${state.superuser ? ' (a superuser: row-level security is not tried on it)' : ''}; roster_app and roster_ops` };
 }
 
 /** An engine or embedder reference, checked for what it needs: a key, or a server that answers. */
