@@ -10,3 +10,4 @@ export {
   type EnvironmentVariable,
 } from './env.js';
 export { createLogger, redactedPaths, type Logger } from './logger.js';
+export { makePrivateFolder, privateFileMode, privateFolderMode, tightenFolder, writePrivateFile } from './private-files.js';
