@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { loadMigrations } from '@roster/db';
@@ -21,6 +22,40 @@ function dataDir(): string {
   const dir = tempDataDir();
   folders.push(dir);
   return dir;
+}
+
+/** Every entry under `folder`, itself included, that an account other than its owner may use: `mode path`. */
+function exposedEntries(folder: string): string[] {
+  const exposed: string[] = [];
+  const visit = (entry: string) => {
+    const stat = fs.lstatSync(entry);
+    if (!stat.isSymbolicLink() && (stat.mode & 0o077) !== 0) exposed.push(`${(stat.mode & 0o777).toString(8)} ${path.relative(folder, entry) || '.'}`);
+    if (stat.isDirectory()) for (const name of fs.readdirSync(entry)) visit(path.join(entry, name));
+  };
+  visit(folder);
+  return exposed;
+}
+
+/** Files a redis-server writes when it persists (RDB snapshots, append-only files), anywhere under `folder`. */
+function persistenceFiles(folder: string): string[] {
+  return (fs.readdirSync(folder, { recursive: true }) as string[]).filter((name) => /(\.rdb|\.aof|appendonlydir)$/.test(name));
+}
+
+/** Send raw RESP commands to a Redis and return what it answered once `replies` lines have come. */
+function redisExchange(url: string, commands: string, replies: number): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = net.createConnection(Number(port), hostname, () => socket.write(commands));
+    let answer = '';
+    socket.on('data', (chunk) => {
+      answer += chunk;
+      if (answer.split('\r\n').length > replies) {
+        socket.end();
+        resolve(answer);
+      }
+    });
+    socket.on('error', reject);
+  });
 }
 
 function start(args: string[], env: Record<string, string>): RunningRoster {
@@ -63,6 +98,11 @@ describe('roster start', () => {
 
   it('starts a private redis-server in the data folder when REDIS_URL does not answer, and stops it on exit', async () => {
     const dir = dataDir();
+    // A leftover of an earlier version that persisted: job data on disk that must not outlive the run.
+    fs.mkdirSync(path.join(dir, 'redis', 'appendonlydir'), { recursive: true });
+    fs.writeFileSync(path.join(dir, 'redis', 'dump.rdb'), 'REDIS0011');
+    fs.writeFileSync(path.join(dir, 'redis', 'appendonlydir', 'appendonly.aof.1.incr.aof'), '*1\r\n$4\r\nPING\r\n');
+    expect(persistenceFiles(dir).sort()).toEqual(['redis/appendonlydir', 'redis/appendonlydir/appendonly.aof.1.incr.aof', 'redis/dump.rdb']);
     const port = await freePort();
     const deadRedis = `redis://127.0.0.1:${await freePort()}`;
     const roster = start(['start'], { ROSTER_DATA_DIR: dir, PORT: String(port), REDIS_URL: deadRedis });
@@ -74,8 +114,34 @@ describe('roster start', () => {
     const pid = Number(fs.readFileSync(path.join(dir, 'redis', 'redis.pid'), 'utf8'));
     expect(isRunning(pid)).toBe(true);
 
+    // It asks for a password: refused without it, answered with it.
+    const url = fs.readFileSync(path.join(dir, 'redis', 'redis.url'), 'utf8').trim();
+    const password = decodeURIComponent(new URL(url).password);
+    expect(password.length).toBeGreaterThanOrEqual(24);
+    expect(await redisExchange(url, 'PING\r\n', 1)).toMatch(/^-NOAUTH /);
+    expect(await redisExchange(url, `AUTH ${password}\r\nPING\r\n`, 2)).toBe('+OK\r\n+PONG\r\n');
+    expect(await redisExchange(url, `AUTH wrong-${password}\r\nPING\r\n`, 2)).toMatch(/^-WRONGPASS .*\r\n-NOAUTH /);
+    // Not on the command line every account can read, nor in anything Roster printed.
+    const commandLine = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    expect(commandLine).toContain('redis-server');
+    expect(commandLine).not.toContain(password);
+
+    // A run with jobs: the worker of roster start takes one queued by another command.
+    const job = await runRoster(['jobs', 'run', 'fade', '--wait', '--timeout', '60'], { ROSTER_DATA_DIR: dir, REDIS_URL: deadRedis });
+    expect(job).toMatchObject({ code: 0 });
+    expect(job.stdout).toMatch(/^fade done: /);
+
     expect(await roster.stop()).toBe(0);
     await expect.poll(() => isRunning(pid), { timeout: 5000 }).toBe(false);
+    const printed = `${roster.output().stdout}${roster.output().stderr}${job.stdout}${job.stderr}`;
+    expect(printed).toContain('private Redis');
+    expect(printed).not.toContain(password);
+    // Nothing kept on disk, the leftovers included, and the folder is its owner's alone.
+    expect(persistenceFiles(dir)).toEqual([]);
+    const left = fs.readdirSync(path.join(dir, 'redis'));
+    expect(left).toContain('redis.log');
+    expect(left.filter((name) => name !== 'redis.log' && name !== 'redis.pid')).toEqual([]);
+    expect(exposedEntries(dir)).toEqual([]);
   });
 
   it('exits 1 with one clear line when Redis does not answer and redis-server is not installed', async () => {
@@ -104,6 +170,30 @@ describe('roster start', () => {
 });
 
 describe('roster migrate, doctor and db serve', () => {
+  it('keeps the data folder its owner\'s: folders 700, files 600, whatever the umask and the folder\'s earlier mode', async () => {
+    const parent = dataDir();
+    const dir = path.join(parent, 'data');
+    fs.mkdirSync(dir);
+    fs.chmodSync(dir, 0o755);
+    // A control beside it: the check reads real modes, and sees a readable file as such.
+    const control = path.join(parent, 'control.txt');
+    fs.writeFileSync(control, 'not Roster\'s');
+    fs.chmodSync(control, 0o644);
+    expect(exposedEntries(dir)).toEqual(['755 .']);
+
+    const result = await runRoster(['migrate'], { ROSTER_DATA_DIR: dir });
+    expect(result.code).toBe(0);
+    expect(fs.readdirSync(dir)).toContain('pglite');
+    expect(fs.readdirSync(path.join(dir, 'pglite')).length).toBeGreaterThan(10);
+    expect(exposedEntries(dir)).toEqual([]);
+    expect(exposedEntries(parent)).toEqual(['644 control.txt']);
+
+    // A folder Roster creates itself is private from the start.
+    const fresh = path.join(parent, 'fresh', 'data');
+    expect((await runRoster(['migrate'], { ROSTER_DATA_DIR: fresh })).code).toBe(0);
+    expect(exposedEntries(fresh)).toEqual([]);
+  });
+
   it('migrates once, then reports nothing to do', async () => {
     const dir = dataDir();
     const first = await runRoster(['migrate'], { ROSTER_DATA_DIR: dir });
@@ -178,11 +268,12 @@ describe('roster migrate, doctor and db serve', () => {
   });
 
   it('db serve exposes the embedded database to a Postgres client and to a second Roster process', async () => {
+  it('db serve exposes the embedded database, behind a password of its own run, to a Postgres client and to a second Roster process', async () => {
     const dir = dataDir();
     const port = await freePort();
     const served = start(['db', 'serve', '--port', String(port)], { ROSTER_DATA_DIR: dir });
-    const [connectionString] = (await served.waitForOutput(/postgres:\/\/\S+/)) as RegExpMatchArray;
-    expect(connectionString).toBe(`postgres://postgres@127.0.0.1:${port}/postgres?sslmode=disable`);
+    const [connectionString, password] = (await served.waitForOutput(/postgres:\/\/roster:([A-Za-z0-9_-]{24})@\S+/)) as RegExpMatchArray;
+    expect(connectionString).toBe(`postgres://roster:${password}@127.0.0.1:${port}/postgres?sslmode=disable`);
 
     const client = new pg.Client({ connectionString });
     await client.connect();
@@ -190,11 +281,38 @@ describe('roster migrate, doctor and db serve', () => {
     await client.end();
     expect(rows[0]?.extversion).toMatch(/^0\.8/);
 
+    const refusal = async (url: string) => {
+      const stranger = new pg.Client({ connectionString: url });
+      stranger.on('error', () => {});
+      return stranger.connect().then(
+        async () => {
+          await stranger.end();
+          return 'connected';
+        },
+        (error: { code?: string }) => error.code,
+      );
+    };
+    expect(await refusal(connectionString.replace(`:${password}@`, ':not-the-password@'))).toBe('28P01');
+    expect(await refusal(connectionString.replace(`roster:${password}@`, 'roster@'))).toBe('28P01');
+    expect(await refusal(connectionString.replace('//roster:', '//postgres:'))).toBe('28P01');
+    expect(await refusal(connectionString)).toBe('connected');
+
     const migrate = await runRoster(['migrate'], { DATABASE_URL: connectionString });
     expect(migrate).toMatchObject({ code: 0, stdout: nothingToDo });
     const doctor = await runRoster(['doctor'], { DATABASE_URL: connectionString });
     expect(doctor.stdout).toMatch(/^database\s+ok\s+server Postgres 18/m);
+    expect(served.output().stderr).toContain(`postgres://roster:***@127.0.0.1:${port}/`);
+    expect(served.output().stderr).not.toContain(password);
     expect(await served.stop()).toBe(0);
+
+    // A new run, a new password: the old one no longer opens it.
+    const again = start(['db', 'serve', '--port', String(port)], { ROSTER_DATA_DIR: dir });
+    const [secondString, secondPassword] = (await again.waitForOutput(/postgres:\/\/roster:([A-Za-z0-9_-]{24})@\S+/)) as RegExpMatchArray;
+    expect(secondPassword).not.toBe(password);
+    expect(await refusal(connectionString)).toBe('28P01');
+    expect(await refusal(secondString)).toBe('connected');
+    expect(await again.stop()).toBe(0);
+    expect(exposedEntries(dir)).toEqual([]);
   });
 
   it('refuses a server Postgres without pgvector, saying what to install', async () => {

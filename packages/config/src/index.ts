@@ -11,3 +11,4 @@ export {
 } from './env.js';
 export { createLogger, redactedPaths, type Logger } from './logger.js';
 export { isLoopbackAddress, isLoopbackUrl } from './loopback.js';
+export { makePrivateFolder, privateFileMode, privateFolderMode, tightenFolder, writePrivateFile } from './private-files.js';

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { privateFileMode } from '@roster/config';
 import { RosterError } from '@roster/errors';
 
 /**
@@ -10,7 +11,8 @@ export function acquireDataDirLock(dataDir: string): () => Promise<void> {
   const lockPath = path.join(dataDir, 'roster.lock');
   for (let attempt = 0; attempt < 2; attempt += 1) {
     try {
-      fs.writeFileSync(lockPath, String(process.pid), { flag: 'wx' });
+      // A new file: its mode is 600 less the umask, so never more than 600.
+      fs.writeFileSync(lockPath, String(process.pid), { flag: 'wx', mode: privateFileMode });
       let released = false;
       return async () => {
         if (released) return;

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
-import { redactUrl, type Config, type Logger } from '@roster/config';
+import { makePrivateFolder, redactUrl, tightenFolder, type Config, type Logger } from '@roster/config';
 import { RosterError } from '@roster/errors';
 import pg from 'pg';
 import { createPoolDatabase, type Database } from './database.js';
@@ -25,6 +25,7 @@ export interface OpenDatabaseOptions {
 export async function openDatabase({ config, logger }: OpenDatabaseOptions): Promise<Database> {
   const log = logger.child({ component: 'db' });
   if (config.DATABASE_URL !== undefined) return openServerDatabase(config.DATABASE_URL, log);
+  makePrivateFolder(config.ROSTER_DATA_DIR);
   return openEmbeddedDatabase(embeddedDataDir(config.ROSTER_DATA_DIR), log);
 }
 
@@ -37,21 +38,33 @@ export function embeddedDataDir(dataDir: string): string {
  * Start PGlite with pgvector on a folder (or `memory://`). The folder is
  * locked for this process: PGlite is one process's database, and a second
  * writer would corrupt it.
+ *
+ * The folder is its owner's alone (700). PGlite gives the files it writes
+ * mode 666 whatever the umask, so a umask cannot help; the folder's mode is
+ * what keeps other accounts out while it runs, and its files are tightened
+ * to 600 once it has opened and again once it has closed (the files it made
+ * meanwhile), so that a copy of the folder made with its modes exposes
+ * nothing either.
  */
 export async function openPglite(dataDir: string): Promise<{ pglite: PGlite; release: () => Promise<void> }> {
   let unlock = async () => {};
   if (!dataDir.startsWith('memory://')) {
-    fs.mkdirSync(dataDir, { recursive: true });
+    makePrivateFolder(dataDir);
     unlock = acquireDataDirLock(dataDir);
   }
+  const tighten = () => {
+    if (!dataDir.startsWith('memory://')) tightenFolder(dataDir);
+  };
   try {
     const pglite = await PGlite.create(dataDir, { extensions: { vector } });
     await pglite.exec(embeddedBootstrap);
+    tighten();
     return {
       pglite,
       release: async () => {
         try {
           await pglite.close();
+          tighten();
         } finally {
           await unlock();
         }

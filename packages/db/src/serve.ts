@@ -1,21 +1,35 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+import { privateFileMode } from '@roster/config';
 import { RosterError } from '@roster/errors';
 import { migrate } from './migrate.js';
 import { createPoolDatabase } from './database.js';
 import { openPglite } from './open.js';
+import { startPasswordGate, type PasswordGate } from './password-gate.js';
 import { pglitePool } from './pglite-connection.js';
-import pg from 'pg';
+
+/** The user name in the served connection string; the gate accepts no other. */
+export const servedUser = 'roster';
+/** Unix socket paths longer than this do not fit the kernel's limit. */
+const maxSocketPath = 100;
 
 export interface ServedDatabase {
-  /** A connection string for psql, a second Roster process, or an operator. */
+  /** A connection string for psql, a second Roster process, or an operator; it holds the password. */
   connectionString: string;
   stop(): Promise<void>;
 }
 
 /**
- * Expose the embedded database over the Postgres wire protocol on loopback.
- * PGlite is a single session, so the server takes one connection at a time;
- * Roster processes that connect to it notice and keep a pool of one.
+ * Expose the embedded database over the Postgres wire protocol on loopback,
+ * behind a password made for this run (a loopback port is open to every
+ * account on the machine). The database itself listens on a Unix socket in
+ * its own folder, which only its owner can reach; the password gate in front
+ * of it is the only way in over TCP. PGlite is a single session, so one
+ * connection is served at a time; Roster processes that connect to it
+ * notice and keep a pool of one.
  */
 export async function serveEmbeddedDatabase(options: { dataDir: string; host?: string; port: number }): Promise<ServedDatabase> {
   const { pglite, release } = await openPglite(options.dataDir);
@@ -28,10 +42,25 @@ export async function serveEmbeddedDatabase(options: { dataDir: string; host?: s
   } finally {
     await pool.end();
   }
-  const server = new PGLiteSocketServer({ db: pglite, host, port: options.port, maxConnections: 1 });
+  const socket = privateSocketPath(options.dataDir);
+  fs.rmSync(socket.path, { force: true });
+  // Two: a closing session may still hold its place for a moment; the gate admits one at a time.
+  const server = new PGLiteSocketServer({ db: pglite, path: socket.path, maxConnections: 2 });
+  const password = randomBytes(18).toString('base64url');
+  let gate: PasswordGate;
   try {
     await server.start();
+    fs.chmodSync(socket.path, privateFileMode);
   } catch (error) {
+    await release();
+    socket.remove();
+    throw new RosterError('database_unavailable', `Cannot serve the embedded database on ${socket.path}: ${(error as Error).message}.`, { cause: error });
+  }
+  try {
+    gate = await startPasswordGate({ host, port: options.port, user: servedUser, password, upstreamPath: socket.path });
+  } catch (error) {
+    await server.stop();
+    socket.remove();
     await release();
     throw new RosterError(
       'port_unavailable',
@@ -40,10 +69,24 @@ export async function serveEmbeddedDatabase(options: { dataDir: string; host?: s
     );
   }
   return {
-    connectionString: `postgres://postgres@${host}:${options.port}/postgres?sslmode=disable`,
+    connectionString: `postgres://${servedUser}:${password}@${host}:${gate.port}/postgres?sslmode=disable`,
     async stop() {
+      await gate.close();
       await server.stop();
+      socket.remove();
       await release();
     },
   };
+}
+
+/**
+ * Where the database listens for the gate: inside its own folder (700), or,
+ * when that path is too long for a Unix socket, in a new private folder
+ * under the system's temporary folder (mkdtemp makes it 700).
+ */
+function privateSocketPath(dataDir: string): { path: string; remove(): void } {
+  const inside = path.join(dataDir, '.s.PGSQL.served');
+  if (inside.length <= maxSocketPath) return { path: inside, remove: () => fs.rmSync(inside, { force: true }) };
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'roster-served-'));
+  return { path: path.join(folder, '.s.PGSQL.served'), remove: () => fs.rmSync(folder, { recursive: true, force: true }) };
 }

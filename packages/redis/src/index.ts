@@ -1,8 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { redactUrl, type Logger } from '@roster/config';
+import { makePrivateFolder, redactUrl, tightenFolder, writePrivateFile, type Logger } from '@roster/config';
 import { RosterError } from '@roster/errors';
 import { Redis } from 'ioredis';
 
@@ -96,18 +97,45 @@ export async function ensureRedis(options: EnsureRedisOptions): Promise<RedisHan
   return startPrivateRedis({ executable, dataDir: options.dataDir, logger: log });
 }
 
-/** Run redis-server with its files in `<dataDir>/redis`, on a free loopback port; stopped with the handle. */
+/**
+ * Files a redis-server writes when it persists, which may hold job data
+ * (texts a person has since had forgotten among them). The private Redis
+ * keeps nothing on disk, so any left by an earlier version go.
+ */
+const persistenceFiles = ['dump.rdb', 'appendonly.aof', 'appendonlydir'];
+
+/**
+ * Run redis-server on a free loopback port, with its folder in
+ * `<dataDir>/redis`; stopped with the handle.
+ *
+ * It is the owner's alone: it asks for a password made for this run (a
+ * loopback port is open to every account on the machine), which travels only
+ * in the URL handed to the queues and in `redis.url` (600) for the owner's
+ * other commands, and is never logged. It keeps nothing on disk (no RDB
+ * snapshot, no append-only file): queues are rebuilt from the outbox, and job
+ * data must not outlive a forget in a file. It runs under umask 077 so that
+ * its pid and log files are the owner's only.
+ */
 export async function startPrivateRedis(options: { executable: string; dataDir: string; logger: Logger }): Promise<RedisHandle> {
+  makePrivateFolder(options.dataDir);
   const dir = path.join(options.dataDir, 'redis');
-  fs.mkdirSync(dir, { recursive: true });
+  makePrivateFolder(dir);
   stopLeftover(path.join(dir, 'redis.pid'));
+  for (const name of persistenceFiles) fs.rmSync(path.join(dir, name), { recursive: true, force: true });
+  tightenFolder(dir);
   const port = await freePort();
-  const child = spawn(
-    options.executable,
-    ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--save', '', '--daemonize', 'no', '--pidfile', path.join(dir, 'redis.pid'), '--logfile', path.join(dir, 'redis.log')],
-    { stdio: 'ignore' },
-  );
-  const url = `redis://127.0.0.1:${port}`;
+  const password = randomBytes(24).toString('base64url');
+  // The password goes in on stdin as configuration, never on the command line that `ps` shows every account.
+  const arguments_ = ['-', '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'no', '--save', '', '--daemonize', 'no', '--pidfile', path.join(dir, 'redis.pid'), '--logfile', path.join(dir, 'redis.log')];
+  const previousUmask = process.umask(0o077);
+  let child: ChildProcess;
+  try {
+    child = spawn(options.executable, arguments_, { stdio: ['pipe', 'ignore', 'ignore'] });
+  } finally {
+    process.umask(previousUmask);
+  }
+  child.stdin?.end(`requirepass "${password}"\n`);
+  const url = `redis://:${password}@127.0.0.1:${port}`;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   try {
     await waitForRedis(url, child, 10_000);
@@ -115,9 +143,9 @@ export async function startPrivateRedis(options: { executable: string; dataDir: 
     child.kill('SIGKILL');
     throw new RosterError('redis_start_failed', `The private redis-server did not start: ${(error as Error).message}. See ${path.join(dir, 'redis.log')}.`, { cause: error });
   }
-  options.logger.info({ url, dir }, 'private redis-server started');
+  options.logger.info({ redis: redactUrl(url), dir }, 'private redis-server started');
   // Other commands of this installation (roster jobs run) find it here.
-  fs.writeFileSync(path.join(dir, 'redis.url'), url);
+  writePrivateFile(path.join(dir, 'redis.url'), url);
   let stopped = false;
   return {
     url,

@@ -1,4 +1,5 @@
 import { embeddedDataDir, serveEmbeddedDatabase } from '@roster/db';
+import { makePrivateFolder, redactUrl } from '@roster/config';
 import { RosterError } from '@roster/errors';
 import type { CommandIo } from '../io.js';
 import { exitCode } from '../io.js';
@@ -14,9 +15,11 @@ export async function runDbServe(args: string[], io: CommandIo): Promise<number>
   if (config.DATABASE_URL !== undefined) {
     throw new RosterError('not_embedded', 'DATABASE_URL is set, so there is no embedded database to serve: connect to that server directly.');
   }
+  makePrivateFolder(config.ROSTER_DATA_DIR);
   const served = await serveEmbeddedDatabase({ dataDir: embeddedDataDir(config.ROSTER_DATA_DIR), port });
+  // The connection string holds this run's password: printed once, on stdout, for its owner to pass on.
   io.out(served.connectionString);
-  io.err(`Serving the embedded database on ${served.connectionString} (one connection at a time). Press Ctrl+C to stop.`);
+  io.err(`Serving the embedded database on ${redactUrl(served.connectionString)} (one connection at a time; the password is in the line above, new on every run). Press Ctrl+C to stop.`);
   const signal = await io.stopSignal;
   logger.info({ signal }, 'stopping the database server');
   await served.stop();
