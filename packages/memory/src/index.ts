@@ -7,5 +7,5 @@ export { fade, fadeBatchStatement, protectedCategories, type FadeOptions, type F
 export { createMemory, type HistoryEntry, type Memory, type MemoryOptions, type RememberInput, type UseReason } from './memory.js';
 export { containsSecret, redactSecrets } from './redact.js';
 export { anyWordQuery, defaultVectorWeight, hashingVectorWeight, ScopeSizeCache, searchFacts, type SearchOptions } from './search.js';
-export { contentHash, estimateJaccard, isNearDuplicate, MemoryInputError, minhash, normalizeText, validateText } from './text.js';
+export { contentHash, estimateJaccard, isNearDuplicate, maxTextLength, MemoryInputError, minhash, normalizeText, validateText } from './text.js';
 export * from './types.js';
