@@ -128,7 +128,7 @@ const commands: Command[] = [
   },
   {
     path: ['chat'],
-    usage: 'roster chat --agent N [--as PERSON] [--team] [--json] ["message"]',
+    usage: 'roster chat (--agent N | --team) [--as PERSON] [--json] ["message"]',
     summary: 'One turn with an agent (or every agent with --team); without a message, an interactive session.',
     details: [
       '--agent NAME  talk to this agent',
