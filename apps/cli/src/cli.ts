@@ -1,6 +1,5 @@
-import { describeEnvironment } from '@roster/config';
 import { ConfigError, RosterError, UsageError } from '@roster/errors';
-import { runAgentAdd, runAgentArchive, runAgentList, runAgentPurge, runPersonAdd, runPersonLinkCode } from './commands/agents.js';
+import { runAgentAdd, runAgentArchive, runAgentList, runAgentPurge, runAgentRename, runAgentRestore, runPersonAdd, runPersonLinkCode, runPersonList } from './commands/agents.js';
 import { runAuditVerify } from './commands/audit.js';
 import { runChat } from './commands/chat.js';
 import { runApprovals, runJobsRun, runLessons, runMirrorReport } from './commands/jobs.js';
@@ -9,17 +8,10 @@ import { runDbServe } from './commands/db-serve.js';
 import { runDoctor } from './commands/doctor.js';
 import { runMigrate } from './commands/migrate.js';
 import { runServices } from './commands/services.js';
+import { describeFailure, stackOf, wantsStacks } from './failure.js';
+import { commandHelp, groupHelp, overview, type Command } from './help.js';
 import { exitCode, type CommandIo } from './io.js';
-
-interface Command {
-  /** The words that name it: `['db', 'serve']`. */
-  path: string[];
-  usage: string;
-  summary: string;
-  /** More lines for `--help`: options and notes. */
-  details: string[];
-  run(args: string[], io: CommandIo): Promise<number>;
-}
+import { version } from './version.js';
 
 const commands: Command[] = [
   {
@@ -89,8 +81,22 @@ const commands: Command[] = [
     path: ['agent', 'archive'],
     usage: 'roster agent archive NAME',
     summary: 'Archive an agent; its memory is kept.',
-    details: [],
+    details: ['roster agent restore NAME makes it active again; roster agent purge NAME forgets its memory.'],
     run: runAgentArchive,
+  },
+  {
+    path: ['agent', 'restore'],
+    usage: 'roster agent restore NAME',
+    summary: 'Make an archived agent active again, with the memory it kept.',
+    details: [],
+    run: runAgentRestore,
+  },
+  {
+    path: ['agent', 'rename'],
+    usage: 'roster agent rename OLD NEW',
+    summary: 'Give an agent a new name; its memory, lessons and conversations stay with it.',
+    details: ['Names are unique whatever their case: a name another agent has is refused.'],
+    run: runAgentRename,
   },
   {
     path: ['agent', 'purge'],
@@ -107,6 +113,13 @@ const commands: Command[] = [
     run: runPersonAdd,
   },
   {
+    path: ['person', 'list'],
+    usage: 'roster person list [--json]',
+    summary: 'List the people, with their roles; the first owner is who roster chat speaks as by default.',
+    details: [],
+    run: runPersonList,
+  },
+  {
     path: ['person', 'link-code'],
     usage: 'roster person link-code NAME',
     summary: 'A single-use code (one hour) that ties a channel handle to the person.',
@@ -115,16 +128,27 @@ const commands: Command[] = [
   },
   {
     path: ['chat'],
-    usage: 'roster chat --agent N [--as PERSON] [--team] [--json] ["message"]',
+    usage: 'roster chat (--agent N | --team) [--as PERSON] [--json] ["message"]',
     summary: 'One turn with an agent (or every agent with --team); without a message, an interactive session.',
-    details: ['--as PERSON   talk as this person (default: the owner)', '--json        print { "replies": [{ "agent", "text", "toolCalls" }] }'],
+    details: [
+      '--agent NAME  talk to this agent',
+      '--team        talk to every active agent at once (not with --agent)',
+      '--as PERSON   talk as this person. Without it: the first owner created, always the same one;',
+      '              on a fresh install an owner named "owner" is made on first use.',
+      '--json        print { "replies": [{ "agent", "text", "toolCalls" }] }',
+      'A message is at most 4,000 characters.',
+    ],
     run: (args, io) => runChat(args, io),
   },
   {
     path: ['memory', 'list'],
     usage: 'roster memory list --agent N [--person P] [--valid-at TIME] [--json]',
-    summary: "What an agent remembers about a person (or, without --person, its agent-wide knowledge).",
-    details: [],
+    summary: 'What an agent remembers: about one person, or without --person about everyone, by person.',
+    details: [
+      '--person P      only what it remembers about P (and what it knows agent-wide)',
+      '--valid-at TIME what was true at that time, as recorded now (like 2026-11-30T08:00:00Z)',
+      '--json          with --person: a list of facts; without: { agent, agentWide, people: [{ person, facts }] }',
+    ],
     run: runMemoryList,
   },
   {
@@ -185,47 +209,49 @@ const commands: Command[] = [
   },
 ];
 
-function overview(): string {
-  const width = Math.max(...commands.map((command) => command.usage.length));
-  return [
-    'Roster: a wallet of agents with truthful memory.',
-    '',
-    'Usage: roster <command> [options]',
-    '',
-    'Commands:',
-    ...commands.map((command) => `  ${command.usage.padEnd(width)}  ${command.summary}`),
-    '',
-    'Every command takes --help. Configuration comes from the environment:',
-    ...describeEnvironment().map((row) => `  ${row.variable}`),
-    '',
-    'Exit codes: 0 success, 1 failure, 2 usage error.',
-  ].join('\n');
+
+/** The group a first word names (`agent`, `memory`, …): its commands, or none. */
+function groupOf(word: string | undefined): Command[] {
+  return commands.filter((candidate) => candidate.path.length > 1 && candidate.path[0] === word);
 }
 
-function commandHelp(command: Command): string {
-  return [`Usage: ${command.usage}`, '', command.summary, ...(command.details.length > 0 ? ['', ...command.details] : [])].join('\n');
-}
+const isHelp = (word: string | undefined): boolean => word === '--help' || word === '-h';
 
 /** Run the CLI on `argv` (without node and the script) and return the exit code. */
 export async function runCli(argv: string[], io: CommandIo): Promise<number> {
-  if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
-    io.out(overview());
-    return argv.length === 0 ? exitCode.usage : exitCode.ok;
+  if (argv.length === 0) {
+    io.out(overview(commands, version));
+    return exitCode.usage;
+  }
+  if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v' || argv[0] === 'version')) {
+    io.out(version);
+    return exitCode.ok;
+  }
+  // `roster help agent add` is `roster agent add --help`.
+  if (argv[0] === 'help') return argv.length === 1 ? runCli(['--help'], io) : runCli([...argv.slice(1), '--help'], io);
+  if (isHelp(argv[0])) {
+    io.out(overview(commands, version));
+    return exitCode.ok;
   }
   const command = commands
     .filter((candidate) => candidate.path.every((word, index) => argv[index] === word))
     .sort((a, b) => b.path.length - a.path.length)[0];
   if (command === undefined) {
-    const group = commands.filter((candidate) => candidate.path.length > 1 && candidate.path[0] === argv[0]);
+    const group = groupOf(argv[0]);
+    if (group.length > 0 && argv.length === 2 && isHelp(argv[1])) {
+      io.out(groupHelp(argv[0]!, group));
+      return exitCode.ok;
+    }
     if (group.length > 0) {
-      io.err(`roster ${argv[0]}: choose one of: ${group.map((candidate) => candidate.path.join(' ')).join(', ')}.`);
+      io.err(`roster ${argv[0]}: choose one of: ${group.map((candidate) => candidate.path.join(' ')).join(', ')}. roster ${argv[0]} --help says more.`);
     } else {
       io.err(`roster: unknown command ${JSON.stringify(argv[0])}. Run roster --help for the list.`);
     }
     return exitCode.usage;
   }
+  const name = `roster ${command.path.join(' ')}`;
   const args = argv.slice(command.path.length);
-  if (args.includes('--help') || args.includes('-h')) {
+  if (args.some(isHelp)) {
     io.out(commandHelp(command));
     return exitCode.ok;
   }
@@ -233,18 +259,15 @@ export async function runCli(argv: string[], io: CommandIo): Promise<number> {
     return await command.run(args, io);
   } catch (error) {
     if (UsageError.isInstance(error) && error.code === 'usage') {
-      io.err(`roster ${command.path.join(' ')}: ${error.message}\n${commandHelp(command)}`);
+      io.err(`${name}: ${error.message.trim()} ${name} --help shows the usage.`);
       return exitCode.usage;
     }
     if (error instanceof ConfigError || (RosterError.isInstance(error) && error.code === 'config_invalid')) {
       io.err(error.message);
       return exitCode.failure;
     }
-    if (RosterError.isInstance(error)) {
-      io.err(`roster ${command.path.join(' ')}: ${error.message}`);
-      return exitCode.failure;
-    }
-    io.err(`roster ${command.path.join(' ')} failed: ${(error as Error).stack ?? String(error)}`);
+    io.err(`${name}: ${RosterError.isInstance(error) ? error.message : describeFailure(error)}`);
+    if (wantsStacks(io.env)) io.err(stackOf(error));
     return exitCode.failure;
   }
 }

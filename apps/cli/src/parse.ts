@@ -26,3 +26,10 @@ export function parseInteger(value: string | undefined, option: string, min: num
   }
   return number;
 }
+
+/** Refuse options that exclude each other, naming both: a usage error rather than one of them silently ignored. */
+export function refuseTogether(values: ParsedCommand['values'], first: string, second: string, why: string): void {
+  if (values[first] !== undefined && values[second] !== undefined && values[first] !== false && values[second] !== false) {
+    throw new UsageError(`--${first} and --${second} exclude each other: ${why}`);
+  }
+}

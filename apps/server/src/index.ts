@@ -7,7 +7,7 @@ import { RosterError } from '@roster/errors';
 import { redisStatus } from '@roster/redis';
 import { renderHomePage } from '@roster/web';
 import type { Queue } from 'bullmq';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 
 export interface ServerOptions {
   config: Pick<Config, 'HOST' | 'PORT' | 'NODE_ENV'>;
@@ -33,12 +33,16 @@ export interface Health {
 /**
  * The HTTP server: health, the web page, and (with later work) the API, SSE
  * and Bull Board. Errors answer `{ error: { code, message } }`; the stack only
- * in development.
+ * when NODE_ENV=development is set (unset, no stack leaves the process).
  */
 export async function createServer(options: ServerOptions): Promise<FastifyInstance> {
   const { database, config } = options;
   const app = Fastify({
     loggerInstance: options.logger.child({ component: 'server' }) as FastifyBaseLogger,
+    // A request Fastify refuses before routing (a malformed URL, a bad header) answers in the same shape.
+    frameworkErrors: (error, _request, reply) => {
+      void (reply as unknown as FastifyReply).status(error.statusCode ?? 400).send({ error: { code: 'invalid_request', message: error.message } });
+    },
   }) as unknown as FastifyInstance;
 
   app.setErrorHandler((error, _request, reply) => {

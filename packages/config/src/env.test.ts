@@ -22,13 +22,14 @@ describe('parseConfig', () => {
       PORT: 8420,
       REDIS_URL: 'redis://127.0.0.1:6379',
       LOG_LEVEL: 'info',
-      NODE_ENV: 'development',
       ROSTER_ENGINE: 'offline',
       ROSTER_EMBEDDER: 'hashing',
       PRIVACY: 'standard',
       WHATSAPP_ENABLED: false,
     });
     expect(config.DATABASE_URL).toBeUndefined();
+    // Unset: no stacks leave the process; only an explicit development shows them.
+    expect(config.NODE_ENV).toBeUndefined();
     expect(config.ROSTER_DATA_DIR).toMatch(/\.roster$/);
   });
 

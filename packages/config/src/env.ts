@@ -56,9 +56,9 @@ const port = z.coerce.number().int().min(1).max(65_535);
  */
 export const environment = {
   NODE_ENV: {
-    schema: z.enum(['development', 'production', 'test']).default('development'),
+    schema: z.enum(['development', 'production', 'test']).optional(),
     example: 'production',
-    description: 'development shows error stacks in HTTP answers; production does not.',
+    description: 'Only development shows error stacks in HTTP answers; unset, production and test do not. production requires ROSTER_SECRET_KEY.',
   },
   DATABASE_URL: {
     schema: optionalUrl(['postgres:', 'postgresql:']),

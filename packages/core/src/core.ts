@@ -1,9 +1,9 @@
 import type { Logger } from '@roster/config';
 import { isUuid, type Database, type Scope, type Transaction } from '@roster/db';
 import { RosterError } from '@roster/errors';
-import { appendEvent, redactSecrets, validateText, type Memory, type SearchResult } from '@roster/memory';
+import { appendEvent, maxTextLength, redactSecrets, validateText, type Memory, type SearchResult } from '@roster/memory';
 import { runInTurn, type TurnContext } from './context.js';
-import { createDirectory, type Agent, type Channel, type Directory, type Person } from './directory.js';
+import { agentNameSource, createDirectory, type Agent, type Channel, type Directory, type Person } from './directory.js';
 import type { Engine, EnginePart, EngineToolCall } from './engine.js';
 import { InvalidInputError } from './errors.js';
 import { historyMessages, memoryBlock, systemPrefix, type StoredMessage } from './prompt.js';
@@ -82,8 +82,8 @@ export interface CoreOptions {
   memoryTokens?: number;
 }
 
-/** The longest message the core accepts. */
-export const maxMessageLength = 16_000;
+/** The longest message the core accepts, in characters: the longest text memory takes, so one limit holds everywhere. */
+export const maxMessageLength = maxTextLength;
 
 /**
  * The conversation core: one road for every door. It stores the message once,
@@ -202,7 +202,6 @@ export function createCore(options: CoreOptions): Core {
       }
       throw error;
     }
-    if (text.length > maxMessageLength) throw new InvalidInputError(`The message is too long; the most is ${maxMessageLength.toLocaleString('en')} characters.`);
     if (inbound.sender.personId !== undefined && !isUuid(inbound.sender.personId)) throw new InvalidInputError('sender.personId must be a person id.');
     const account = inbound.account ?? 'default';
     const local = inbound.channel === 'cli' || inbound.channel === 'web';
@@ -272,7 +271,7 @@ export function createCore(options: CoreOptions): Core {
     let body = text;
     let agents: Agent[];
     let team = turn.team === true || conversation.mode === 'team';
-    const switchTo = /^\/agent\s+([\p{L}][\p{L}\p{N}_-]{0,39})(?:\s+([\s\S]*))?$/u.exec(text);
+    const switchTo = new RegExp(`^/agent\\s+(${agentNameSource})(?:\\s+([\\s\\S]*))?$`, 'u').exec(text);
     if (switchTo !== null) {
       const agent = await directory.agentByName(switchTo[1]!);
       await conversations.switchAgent(conversation.id, agent.id);
@@ -366,10 +365,10 @@ export function createCore(options: CoreOptions): Core {
     if (turn.team === true || conversation.mode === 'team') return active;
     if (turn.agent !== undefined) {
       const agent = await directory.agentByName(turn.agent);
-      if (agent.status !== 'active') throw new RosterError('agent_archived', `${agent.name} is archived; the owner can restore it.`);
+      if (agent.status !== 'active') throw new RosterError('agent_archived', `${agent.name} is archived; the owner can restore it: roster agent restore ${agent.name}.`);
       return [agent];
     }
-    const mentioned = active.filter((agent) => new RegExp(`(^|\\s)@${escapeRegExp(agent.name)}(?![\\p{L}\\p{N}_-])`, 'iu').test(text));
+    const mentioned = active.filter((agent) => new RegExp(`(^|\\s)@${escapeRegExp(agent.name)}(?![\\p{L}\\p{M}\\p{N}_-])`, 'iu').test(text.normalize('NFC')));
     if (mentioned.length > 0) return mentioned;
     const bound = conversation.agent_id ?? binding.agentId;
     if (bound !== null) {

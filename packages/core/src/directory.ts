@@ -41,7 +41,24 @@ const toAgent = (row: AgentRow): Agent => ({
   createdAt: row.created_at,
 });
 
-const agentNamePattern = /^[A-Za-z][A-Za-z0-9_-]{0,39}$/;
+/**
+ * An agent's name, in the source form other patterns embed (`/agent NAME`): a
+ * letter of any script, then up to 39 letters, marks, digits, - or _. Names
+ * are compared in NFC and without regard to case.
+ */
+export const agentNameSource = '\\p{L}[\\p{L}\\p{M}\\p{N}_-]{0,39}';
+const agentNamePattern = new RegExp(`^${agentNameSource}$`, 'u');
+
+/** What an agent may be called: trimmed, NFC, checked against the pattern. */
+function agentName(input: string): string {
+  const name = input.trim().normalize('NFC');
+  if (!agentNamePattern.test(name)) {
+    throw new InvalidInputError(
+      `An agent's name is a letter (of any script) then up to 39 letters, digits, - or _ (like Scout, Zoë or code-helper), got ${JSON.stringify(input)}.`,
+    );
+  }
+  return name;
+}
 /** Link codes avoid letters and digits that read alike (0/O, 1/I). */
 const linkAlphabet = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
 export const linkCodeLifetimeMs = 60 * 60 * 1000;
@@ -57,8 +74,14 @@ export interface Directory {
   agentByName(name: string): Promise<Agent>;
   agentById(id: string): Promise<Agent>;
   archiveAgent(name: string): Promise<Agent>;
+  /** Make an archived agent active again; its memory was kept. */
+  restoreAgent(name: string): Promise<Agent>;
+  /** Give an agent a new name, unique without regard to case; everything it has stays keyed on its id. */
+  renameAgent(name: string, newName: string): Promise<Agent>;
   addPerson(input: { name: string; role?: Person['role'] }): Promise<Person>;
   listPeople(): Promise<Person[]>;
+  /** The first owner created, or null: whom the owner's tools speak for when no person is named. */
+  firstOwner(): Promise<Person | null>;
   personByName(name: string): Promise<Person>;
   /** The person behind a channel handle, or null for a stranger. */
   personByIdentity(channel: Channel, externalId: string): Promise<Person | null>;
@@ -74,13 +97,13 @@ export function createDirectory(database: Database, options: { defaultEngine?: s
   const defaultEngine = options.defaultEngine ?? 'offline';
 
   async function findAgent(tx: Transaction, name: string): Promise<Agent> {
-    const { rows } = await tx.query<AgentRow>('select * from agents where lower(name) = lower($1)', [name]);
+    const { rows } = await tx.query<AgentRow>('select * from agents where lower(name) = lower($1)', [name.trim().normalize('NFC')]);
     if (rows[0] === undefined) throw new NotFoundError('agent_not_found', `No agent named ${JSON.stringify(name)}. roster agent list shows them.`);
     return toAgent(rows[0]);
   }
 
   async function findPerson(tx: Transaction, name: string): Promise<Person> {
-    const { rows } = await tx.query<Person>('select id, name, role from people where lower(name) = lower($1)', [name]);
+    const { rows } = await tx.query<Person>('select id, name, role from people where lower(name) = lower($1)', [name.trim().normalize('NFC')]);
     if (rows[0] === undefined) throw new NotFoundError('person_not_found', `No person named ${JSON.stringify(name)}. roster person add ${name} adds one.`);
     return rows[0];
   }
@@ -103,10 +126,7 @@ export function createDirectory(database: Database, options: { defaultEngine?: s
 
   return {
     async addAgent(input) {
-      const name = input.name.trim();
-      if (!agentNamePattern.test(name)) {
-        throw new InvalidInputError(`An agent's name is a letter then up to 39 letters, digits, - or _ (like Scout or code-helper), got ${JSON.stringify(input.name)}.`);
-      }
+      const name = agentName(input.name);
       const job = input.job.trim();
       if (job.length === 0 || job.length > 500) throw new InvalidInputError('An agent needs a job sentence of 1 to 500 characters, like "finds and checks sources".');
       return database.adminScope('owner: add an agent', async (tx) => {
@@ -148,8 +168,30 @@ export function createDirectory(database: Database, options: { defaultEngine?: s
       });
     },
 
+    async restoreAgent(name) {
+      return database.adminScope('owner: restore an agent', async (tx) => {
+        const agent = await findAgent(tx, name);
+        if (agent.status === 'active') throw new RosterError('agent_active', `${agent.name} is not archived; there is nothing to restore.`);
+        const { rows } = await tx.query<AgentRow>(`update agents set status = 'active', updated_at = now() where id = $1 returning *`, [agent.id]);
+        return toAgent(rows[0]!);
+      });
+    },
+
+    async renameAgent(name, newName) {
+      const next = agentName(newName);
+      return database.adminScope('owner: rename an agent', async (tx) => {
+        const agent = await findAgent(tx, name);
+        const taken = await tx.query<{ name: string }>('select name from agents where lower(name) = lower($1) and id <> $2', [next, agent.id]);
+        if (taken.rows[0] !== undefined) {
+          throw new RosterError('agent_exists', `The name ${next} is taken by the agent ${taken.rows[0].name} (names are unique whatever their case); choose another.`);
+        }
+        const { rows } = await tx.query<AgentRow>('update agents set name = $2, updated_at = now() where id = $1 returning *', [agent.id, next]);
+        return toAgent(rows[0]!);
+      });
+    },
+
     async addPerson(input) {
-      const name = input.name.trim();
+      const name = input.name.trim().normalize('NFC');
       if (name.length === 0 || name.length > 80 || /[\u0000-\u001f]/.test(name)) {
         throw new InvalidInputError('A person needs a name of 1 to 80 printable characters.');
       }
@@ -165,6 +207,12 @@ export function createDirectory(database: Database, options: { defaultEngine?: s
 
     listPeople: () =>
       database.adminScope('owner: list people', async (tx) => (await tx.query<Person>('select id, name, role from people order by lower(name)')).rows),
+
+    firstOwner: () =>
+      database.adminScope('owner: find the first owner', async (tx) => {
+        const { rows } = await tx.query<Person>(`select id, name, role from people where role = 'owner' order by created_at, id limit 1`);
+        return rows[0] ?? null;
+      }),
 
     personByName: (name) => database.adminScope('owner: find a person', (tx) => findPerson(tx, name)),
 

@@ -8,5 +8,5 @@ export { closeMatches, hashingMatchRule, matchFacts, matchRule, matchTieMargin, 
 export { createMemory, type Forgotten, type HistoryEntry, type Memory, type MemoryOptions, type RememberInput, type UseReason } from './memory.js';
 export { containsSecret, redactSecrets } from './redact.js';
 export { anyWordQuery, defaultVectorWeight, hashingVectorWeight, ScopeSizeCache, searchFacts, type SearchOptions } from './search.js';
-export { contentHash, estimateJaccard, isNearDuplicate, MemoryInputError, minhash, normalizeText, validateText } from './text.js';
+export { contentHash, estimateJaccard, isNearDuplicate, maxTextLength, MemoryInputError, minhash, normalizeText, validateText } from './text.js';
 export * from './types.js';

@@ -48,7 +48,34 @@ export async function runAgentArchive(args: string[], io: CommandIo): Promise<nu
   const { database, roster } = await openRoster(io);
   try {
     const agent = await roster.core.directory.archiveAgent(positionals[0]!);
-    io.out(`Archived ${agent.name}. Its memory is kept until a confirmed purge.`);
+    io.out(`Archived ${agent.name}. Its memory is kept: roster agent restore ${agent.name} makes it active again; a confirmed purge forgets it.`);
+    return exitCode.ok;
+  } finally {
+    await database.close();
+  }
+}
+
+export async function runAgentRestore(args: string[], io: CommandIo): Promise<number> {
+  const { positionals } = parseCommand(args, {}, true);
+  if (positionals.length !== 1) throw new UsageError('Name one archived agent to restore.');
+  const { database, roster } = await openRoster(io);
+  try {
+    const agent = await roster.core.directory.restoreAgent(positionals[0]!);
+    io.out(`Restored ${agent.name}: it is active again, with the memory it kept.`);
+    return exitCode.ok;
+  } finally {
+    await database.close();
+  }
+}
+
+export async function runAgentRename(args: string[], io: CommandIo): Promise<number> {
+  const { positionals } = parseCommand(args, {}, true);
+  if (positionals.length !== 2) throw new UsageError('Give the agent’s name and its new one: roster agent rename OLD NEW.');
+  const { database, roster } = await openRoster(io);
+  try {
+    const before = await roster.core.directory.agentByName(positionals[0]!);
+    const agent = await roster.core.directory.renameAgent(before.name, positionals[1]!);
+    io.out(`Renamed ${before.name} to ${agent.name}; its memory, lessons and conversations stay with it.`);
     return exitCode.ok;
   } finally {
     await database.close();
@@ -65,6 +92,28 @@ export async function runPersonAdd(args: string[], io: CommandIo): Promise<numbe
       ...(typeof values.role === 'string' ? { role: values.role as 'owner' | 'member' | 'guest' } : {}),
     });
     io.out(values.json === true ? JSON.stringify(person) : `Added ${person.name} (${person.role}).`);
+    return exitCode.ok;
+  } finally {
+    await database.close();
+  }
+}
+
+export async function runPersonList(args: string[], io: CommandIo): Promise<number> {
+  const { values } = parseCommand(args, { json: { type: 'boolean' } });
+  const { database, roster } = await openRoster(io);
+  try {
+    const people = await roster.core.directory.listPeople();
+    const speaker = await roster.core.directory.firstOwner();
+    if (values.json === true) {
+      io.out(JSON.stringify(people.map(({ id, name, role }) => ({ id, name, role, defaultSpeaker: id === speaker?.id }))));
+    } else if (people.length === 0) {
+      io.out('No people yet. Add one: roster person add Ada (roster chat makes an owner on first use).');
+    } else {
+      const width = Math.max(...people.map((person) => person.name.length));
+      for (const person of people) {
+        io.out(person.id === speaker?.id ? `${person.name.padEnd(width)}  ${person.role.padEnd(6)}  (roster chat speaks as this person without --as)` : `${person.name.padEnd(width)}  ${person.role}`);
+      }
+    }
     return exitCode.ok;
   } finally {
     await database.close();

@@ -3,7 +3,7 @@ import type { InboundMessage, Person, TurnResult } from '@roster/core';
 import { UsageError } from '@roster/errors';
 import type { CommandIo } from '../io.js';
 import { exitCode } from '../io.js';
-import { parseCommand } from '../parse.js';
+import { parseCommand, refuseTogether } from '../parse.js';
 import { openRoster, resolvePerson } from './roster-runtime.js';
 
 function inbound(person: Person, text: string, team: boolean): InboundMessage {
@@ -32,12 +32,13 @@ function printTurn(io: CommandIo, result: TurnResult, json: boolean): void {
 /** One turn from the command line, or an interactive session without a message. */
 export async function runChat(args: string[], io: CommandIo, input: NodeJS.ReadableStream = process.stdin): Promise<number> {
   const { values, positionals } = parseCommand(args, { agent: { type: 'string' }, as: { type: 'string' }, team: { type: 'boolean' }, json: { type: 'boolean' } }, true);
+  refuseTogether(values, 'agent', 'team', '--team talks to every active agent.');
   const team = values.team === true;
   if (typeof values.agent !== 'string' && !team) throw new UsageError('Say which agent: --agent NAME, or --team for all of them.');
   const { database, roster } = await openRoster(io);
   try {
     const person = await resolvePerson(roster, typeof values.as === 'string' ? values.as : undefined);
-    const options = { ...(typeof values.agent === 'string' && !team ? { agent: values.agent } : {}), team };
+    const options = { ...(typeof values.agent === 'string' ? { agent: values.agent } : {}), team };
     if (typeof values.agent === 'string') await roster.core.directory.agentByName(values.agent);
     if (positionals.length > 0) {
       const result = await roster.core.handle(inbound(person, positionals.join(' '), team), options);

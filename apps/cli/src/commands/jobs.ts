@@ -1,6 +1,6 @@
 import { connectionFromUrl, isJobName, jobNames, runJobNow, mirrorReport, listApprovals, approveLesson, rejectApproval, listLessons, retireLesson } from '@roster/jobs';
 import { locateRedis } from '@roster/redis';
-import { UsageError } from '@roster/errors';
+import { RosterError, UsageError } from '@roster/errors';
 import type { CommandIo } from '../io.js';
 import { exitCode } from '../io.js';
 import { parseCommand, parseInteger } from '../parse.js';
@@ -26,7 +26,16 @@ export async function runJobsRun(args: string[], io: CommandIo): Promise<number>
     }
     const redisUrl = await locateRedis(config.REDIS_URL, config.ROSTER_DATA_DIR);
     if (values.wait === true) io.err(`Waiting for a worker to run ${name} (roster start or roster worker must be running)…`);
-    const outcome = await runJobNow(connectionFromUrl(redisUrl), name, payload, { prefix: config.ROSTER_QUEUE_PREFIX, wait: values.wait === true, timeoutMs: timeoutSeconds * 1000 });
+    const outcome = await runJobNow(connectionFromUrl(redisUrl), name, payload, { prefix: config.ROSTER_QUEUE_PREFIX, wait: values.wait === true, timeoutMs: timeoutSeconds * 1000 }).catch((error: unknown) => {
+      if (values.wait === true && !RosterError.isInstance(error) && /timed out/i.test((error as Error).message)) {
+        throw new RosterError(
+          'job_wait_timeout',
+          `No worker finished ${name} within ${timeoutSeconds} s; the job stays queued. Start roster start or roster worker, or wait longer with --timeout.`,
+          { cause: error },
+        );
+      }
+      throw error;
+    });
     if (values.json === true) io.out(JSON.stringify({ job: name, id: outcome.id, ...(values.wait === true ? { result: outcome.result } : {}) }));
     else io.out(values.wait === true ? `${name} done: ${JSON.stringify(outcome.result)}` : `${name} queued as job ${outcome.id}.`);
     return exitCode.ok;

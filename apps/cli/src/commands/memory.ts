@@ -1,4 +1,6 @@
+import type { Person } from '@roster/core';
 import type { Scope } from '@roster/db';
+import type { Fact } from '@roster/memory';
 import { RosterError, UsageError } from '@roster/errors';
 import type { CommandIo } from '../io.js';
 import { exitCode } from '../io.js';
@@ -6,14 +8,6 @@ import { parseCommand } from '../parse.js';
 import { openRoster } from './roster-runtime.js';
 
 const owner = { actor: { kind: 'owner' as const, id: 'cli' }, channel: 'cli' };
-
-/** The scope of the memory an owner's command reads: one person's, or the agent-wide one. */
-async function scopeFor(roster: Awaited<ReturnType<typeof openRoster>>['roster'], agentName: string, personName: string | undefined): Promise<Scope> {
-  const agent = await roster.core.directory.agentByName(agentName);
-  if (personName === undefined) return { agentId: agent.id, personId: null, audience: 'agent' };
-  const person = await roster.core.directory.personByName(personName);
-  return { agentId: agent.id, personId: person.id, audience: 'private' };
-}
 
 /** The scope a fact lives in, found by the owner's tool; an id of another agent is not found. */
 async function scopeOfFact(context: Awaited<ReturnType<typeof openRoster>>, agentName: string, factId: string): Promise<Scope> {
@@ -29,6 +23,23 @@ async function scopeOfFact(context: Awaited<ReturnType<typeof openRoster>>, agen
   return personId === null ? { agentId: agent.id, personId: null, audience: 'agent' } : { agentId: agent.id, personId, audience: 'private' };
 }
 
+/** A fact as `memory list --json` prints it. */
+function shown(fact: Fact): Record<string, unknown> {
+  return { id: fact.id, content: fact.content, trust: fact.trust, category: fact.category, audience: fact.audience, validFrom: fact.validFrom, recordedAt: fact.recordedAt };
+}
+
+function printFacts(io: CommandIo, facts: readonly Fact[], indent: string): void {
+  if (facts.length === 0) io.out(`${indent}Nothing remembered here yet.`);
+  else for (const fact of facts) io.out(`${indent}${fact.id}  ${fact.trust.padEnd(9)}  ${fact.content}`);
+}
+
+/**
+ * What an agent remembers. With --person, what it remembers about that person
+ * (their private facts and the agent-wide ones, as that person's scope reads
+ * them). Without, the owner's view of everyone: the agent-wide facts, then
+ * each person's own, each read through that person's scope, so row-level
+ * security decides every row as it does for the agent itself.
+ */
 export async function runMemoryList(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseCommand(args, { agent: { type: 'string' }, person: { type: 'string' }, 'valid-at': { type: 'string' }, json: { type: 'boolean' } });
   if (typeof values.agent !== 'string') throw new UsageError('--agent is required.');
@@ -39,13 +50,38 @@ export async function runMemoryList(args: string[], io: CommandIo): Promise<numb
   }
   const context = await openRoster(io);
   try {
-    const scope = await scopeFor(context.roster, values.agent, typeof values.person === 'string' ? values.person : undefined);
+    const { directory } = context.roster.core;
+    const agent = await directory.agentByName(values.agent);
     // --valid-at: what was true then, as recorded now.
-    const facts = validAt === undefined ? await context.roster.memory.list(scope) : await context.roster.memory.asOf(scope, { validAt });
+    const read = (scope: Scope): Promise<Fact[]> => (validAt === undefined ? context.roster.memory.list(scope) : context.roster.memory.asOf(scope, { validAt }));
+    if (typeof values.person === 'string') {
+      const person = await directory.personByName(values.person);
+      const facts = await read({ agentId: agent.id, personId: person.id, audience: 'private' });
+      if (values.json === true) io.out(JSON.stringify(facts.map(shown)));
+      else printFacts(io, facts, '');
+      return exitCode.ok;
+    }
+    const agentWide = await read({ agentId: agent.id, personId: null, audience: 'agent' });
+    const people: Array<{ person: Person; facts: Fact[] }> = [];
+    for (const person of await directory.listPeople()) {
+      // A person's scope also reads the agent-wide facts, listed once above.
+      const facts = (await read({ agentId: agent.id, personId: person.id, audience: 'private' })).filter((fact) => fact.audience === 'private');
+      if (facts.length > 0) people.push({ person, facts });
+    }
     if (values.json === true) {
-      io.out(JSON.stringify(facts.map((fact) => ({ id: fact.id, content: fact.content, trust: fact.trust, category: fact.category, audience: fact.audience, validFrom: fact.validFrom, recordedAt: fact.recordedAt }))));
-    } else if (facts.length === 0) io.out('Nothing remembered here yet.');
-    else for (const fact of facts) io.out(`${fact.id}  ${fact.trust.padEnd(9)}  ${fact.content}`);
+      io.out(JSON.stringify({ agent: agent.name, agentWide: agentWide.map(shown), people: people.map(({ person, facts }) => ({ person: person.name, role: person.role, facts: facts.map(shown) })) }));
+      return exitCode.ok;
+    }
+    if (agentWide.length === 0 && people.length === 0) {
+      io.out(`${agent.name} remembers nothing yet.`);
+      return exitCode.ok;
+    }
+    io.out(`Agent-wide (everyone ${agent.name} talks to):`);
+    printFacts(io, agentWide, '  ');
+    for (const { person, facts } of people) {
+      io.out(`${person.name} (${person.role}):`);
+      printFacts(io, facts, '  ');
+    }
     return exitCode.ok;
   } finally {
     await context.database.close();

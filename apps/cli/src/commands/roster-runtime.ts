@@ -15,10 +15,13 @@ export async function openRoster(io: CommandIo): Promise<ProcessRuntime & { rost
   }
 }
 
-/** The person a command acts as: the named one, or the owner (made on first use, so a fresh install just works). */
+/**
+ * The person a command acts as: the named one, or else always the same one,
+ * the first owner created (made on first use, so a fresh install just works).
+ * Adding a second owner never changes whom an unnamed command speaks for.
+ */
 export async function resolvePerson(roster: Runtime, name: string | undefined): Promise<Person> {
   const directory = roster.core.directory;
   if (name !== undefined) return directory.personByName(name);
-  const people = await directory.listPeople();
-  return people.find((person) => person.role === 'owner') ?? (await directory.addPerson({ name: 'owner', role: 'owner' }));
+  return (await directory.firstOwner()) ?? (await directory.addPerson({ name: 'owner', role: 'owner' }));
 }
