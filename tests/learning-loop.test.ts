@@ -216,7 +216,7 @@ describe('lesson review', () => {
 
 describe('episodes and forgetting', () => {
   it('rebuilds the episode of a conversation without the words of a forgotten fact', async () => {
-    await loop.say('Scout', 'ada', 'remember that my locker code is 4417');
+    await loop.say('Scout', 'ada', 'remember that my locker number is 4417');
     await loop.say('Scout', 'ada', 'remember that I fly to Oslo on Friday');
     expect(await loop.run('episodes', { idleMinutes: 0 })).toMatchObject({ episodes: 1 });
     const episode = () =>
