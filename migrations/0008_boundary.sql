@@ -175,23 +175,28 @@ create policy learning_events_select on learning_events for select to roster_app
 create policy learning_events_insert on learning_events for insert to roster_app
   with check (agent_id = roster_scope_agent() and person_id is not distinct from roster_scope_person());
 
+-- What a scope reads of a row that belongs to an agent and, perhaps, one
+-- person: the agent's own, agent-wide (no person) or its person's in a
+-- private conversation. Inlined by the planner into each policy below.
+create function roster_scope_reads(p_agent_id uuid, p_person_id uuid) returns boolean
+language sql stable
+as $$
+  select p_agent_id = roster_scope_agent()
+    and (p_person_id is null or (p_person_id = roster_scope_person() and roster_scope_audience() = 'private'))
+$$;
+grant execute on function roster_scope_reads(uuid, uuid) to roster_app;
+
 -- Lessons and approvals: agent-wide ones (person_id null) ride in every
 -- prompt of the agent; one drawn from one person's words stays with them.
 alter table lessons add column person_id uuid references people (id);
 alter table approvals add column person_id uuid references people (id);
 drop policy lessons_select on lessons;
 create policy lessons_select on lessons for select to roster_app
-  using (
-    agent_id = roster_scope_agent()
-    and (person_id is null or (person_id = roster_scope_person() and roster_scope_audience() = 'private'))
-  );
+  using (roster_scope_reads(agent_id, person_id));
 drop policy approvals_select on approvals;
 drop policy approvals_insert on approvals;
 create policy approvals_select on approvals for select to roster_app
-  using (
-    agent_id = roster_scope_agent()
-    and (person_id is null or (person_id = roster_scope_person() and roster_scope_audience() = 'private'))
-  );
+  using (roster_scope_reads(agent_id, person_id));
 -- An agent may only propose, for the person it is talking to.
 create policy approvals_insert on approvals for insert to roster_app
   with check (
@@ -204,16 +209,10 @@ alter table mirror_runs add column person_id uuid references people (id);
 update mirror_runs r set person_id = c.person_id from mirror_cases c where c.id = r.case_id;
 drop policy mirror_cases_select on mirror_cases;
 create policy mirror_cases_select on mirror_cases for select to roster_app
-  using (
-    agent_id = roster_scope_agent()
-    and (person_id is null or (person_id = roster_scope_person() and roster_scope_audience() = 'private'))
-  );
+  using (roster_scope_reads(agent_id, person_id));
 drop policy mirror_runs_select on mirror_runs;
 create policy mirror_runs_select on mirror_runs for select to roster_app
-  using (
-    agent_id = roster_scope_agent()
-    and (person_id is null or (person_id = roster_scope_person() and roster_scope_audience() = 'private'))
-  );
+  using (roster_scope_reads(agent_id, person_id));
 
 -- The outbox: jobs of the scope's agent, about its person or the agent as a whole.
 alter table outbox add column person_id uuid references people (id);

@@ -21,6 +21,16 @@ as $$
 $$;
 grant execute on function roster_holds_phrase(text, text[]) to roster_app, roster_ops;
 
+-- Whether an approval's or a lesson's evidence cites one of these messages or learning events.
+create function roster_evidence_cites(p_evidence jsonb, p_message_ids uuid[], p_event_ids uuid[]) returns boolean
+language sql immutable parallel safe
+as $$
+  select exists (
+    select 1 from jsonb_array_elements(p_evidence) e
+    where (e->>'messageId')::uuid = any(p_message_ids) or (e->>'eventId')::uuid = any(p_event_ids)
+  )
+$$;
+
 -- Erase the words of a forgotten fact from every place that may hold a copy,
 -- for the scope's person: the messages it came from and the request that
 -- asked to forget it, any line of theirs or any agent's reply to them that
@@ -107,20 +117,14 @@ begin
   update approvals set text = '[forgotten]', evidence = '[]', status = case when status = 'pending' then 'rejected' else status end
   where (agent_id = v_agent or person_id = v_person)
     and text <> '[forgotten]'
-    and (roster_holds_phrase(text, p_phrases)
-         or exists (select 1 from jsonb_array_elements(evidence) e
-                    where (e->>'messageId')::text = any(select unnest(v_erased)::text)
-                       or (e->>'eventId')::text = any(select unnest(v_events)::text)));
+    and (roster_holds_phrase(text, p_phrases) or roster_evidence_cites(evidence, v_erased, v_events));
   get diagnostics v_count = row_count;
   v_counts := v_counts || jsonb_build_object('approvals', v_count);
   update lessons set text = '[forgotten: built from words a person asked to forget]', text_hash = 'forgotten:' || id::text,
          minhash = '{}', evidence = '[]', status = 'retired', retired_at = coalesce(retired_at, now()), retired_reason = 'forgotten'
   where (agent_id = v_agent or person_id = v_person)
     and text_hash not like 'forgotten:%'
-    and (roster_holds_phrase(text, p_phrases)
-         or exists (select 1 from jsonb_array_elements(evidence) e
-                    where (e->>'messageId')::text = any(select unnest(v_erased)::text)
-                       or (e->>'eventId')::text = any(select unnest(v_events)::text)));
+    and (roster_holds_phrase(text, p_phrases) or roster_evidence_cites(evidence, v_erased, v_events));
   get diagnostics v_count = row_count;
   v_counts := v_counts || jsonb_build_object('lessons', v_count);
 
@@ -135,3 +139,6 @@ end
 $$;
 revoke all on function roster_forget_everywhere(uuid[], text[]) from public;
 grant execute on function roster_forget_everywhere(uuid[], text[]) to roster_app, roster_ops;
+
+-- roster_forget_everywhere replaces it: the transcript alone is no longer the reach of a forget.
+drop function roster_forget_messages(uuid[], text);
