@@ -60,12 +60,6 @@ export interface Database {
    */
   ownerScope<T>(reason: string, fn: (tx: Transaction) => Promise<T>): Promise<T>;
 
-  /**
-   * One statement outside any transaction as the owning role, for the few
-   * commands Postgres refuses inside one (VACUUM, CHECKPOINT).
-   */
-  maintenance(reason: string, statement: string): Promise<void>;
-
   /** One statement as the application role with no scope: sees no memory row. */
   query<Row extends pg.QueryResultRow = pg.QueryResultRow>(text: string, params?: readonly unknown[]): Promise<pg.QueryResult<Row>>;
 
@@ -149,18 +143,6 @@ export function createPoolDatabase(options: PoolDatabaseOptions): Database {
         const tx: Transaction = { query: (text, params) => client.query(text, params as unknown[]) };
         return activeScope.run({ database, scope: 'admin' }, () => fn(tx));
       });
-    },
-
-    async maintenance(reason, statement) {
-      ensureOpen();
-      refuseNesting();
-      options.onAdmin?.(`maintenance: ${reason}`);
-      const client = await pool.connect();
-      try {
-        await client.query(statement);
-      } finally {
-        client.release();
-      }
     },
 
     async query(text, params) {

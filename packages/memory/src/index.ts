@@ -5,7 +5,7 @@ export { FactNotFoundError, FactStateError, RejectedStatementError, TombstonedEr
 export { renderExport, type ExportFormat } from './export.js';
 export { fade, fadeBatchStatement, protectedCategories, type FadeOptions, type FadeReport } from './fade.js';
 export { closeMatches, hashingMatchRule, matchFacts, matchRule, matchTieMargin, type FactMatch, type MatchOptions, type MatchReason, type MatchRule } from './match.js';
-export { createMemory, type Forgotten, type HistoryEntry, type Memory, type MemoryOptions, type RememberInput, type UseReason } from './memory.js';
+export { createMemory, type HistoryEntry, type Memory, type MemoryOptions, type RememberInput, type UseReason } from './memory.js';
 export { containsSecret, redactSecrets } from './redact.js';
 export { anyWordQuery, defaultVectorWeight, hashingVectorWeight, ScopeSizeCache, searchFacts, type SearchOptions } from './search.js';
 export { contentHash, estimateJaccard, isNearDuplicate, maxTextLength, MemoryInputError, minhash, normalizeText, validateText } from './text.js';

@@ -26,19 +26,9 @@ export interface HistoryEntry {
   relation: 'earlier' | 'this' | 'later';
 }
 
-/** What a forget tells the rest of the process, in memory only, so that copies outside the database (job data in Redis) go too. */
-export interface Forgotten {
-  agentId: string;
-  personId: string | null;
-  /** The normalised words of every version forgotten. Never stored, never logged. */
-  phrases: string[];
-}
-
 export interface MemoryOptions {
   database: Database;
   embedder: Embedder;
-  /** Called after a forget commits, with the words to erase outside the database. */
-  onForget?: (forgotten: Forgotten) => void;
 }
 
 /** A use moves `uses` and `last_used_at`; being placed in a prompt is not one. */
@@ -94,7 +84,7 @@ function matchesTombstone(tombstone: { content_hash: string; minhash: string[] }
 const liveTrust: readonly Trust[] = ['candidate', 'active', 'verified', 'disputed'];
 
 export function createMemory(options: MemoryOptions): Memory {
-  const { database, embedder, onForget } = options;
+  const { database, embedder } = options;
   const scopeSizes = new ScopeSizeCache();
   let prepared = false;
 
@@ -350,7 +340,7 @@ export function createMemory(options: MemoryOptions): Memory {
     restore: (scope, factId, provenance) => transition(scope, factId, ['faded'], 'active', 'restore', provenance),
 
     async forget(scope, factId, provenance) {
-      const { phrases, personId, ...result } = await database.withScope(scope, async (tx) => {
+      return database.withScope(scope, async (tx) => {
         const fact = await loadFact(tx, factId, true);
         if (fact.trust === 'forgotten' || fact.content === null) throw new FactStateError('That fact is already forgotten.');
         const hash = contentHash(fact.content);
@@ -384,10 +374,8 @@ export function createMemory(options: MemoryOptions): Memory {
         const reach = erased.rows[0]?.counts ?? {};
         const messagesErased = Number(reach['messages'] ?? 0);
         await event(tx, provenance.actor, 'forget', forgotten, { tombstone: tombstoneId, facts: ids, erased: reach });
-        return { fact: forgotten, tombstoneId, messagesErased, erased: reach, phrases, personId: fact.personId };
+        return { fact: forgotten, tombstoneId, messagesErased, erased: reach };
       });
-      onForget?.({ agentId: scope.agentId, personId, phrases });
-      return result;
     },
 
     async isTombstoned(scope, content) {
