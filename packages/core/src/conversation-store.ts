@@ -215,24 +215,28 @@ export class ConversationStore {
   }
 
   /**
-   * Hold a conversation's turn across processes: a gateway and a server (or
-   * two gateways) handling the same conversation take turns. A lease in the
-   * conversation's row, not an advisory lock, because the embedded database
-   * is one session shared by every process that reaches it.
+   * Take a conversation's turn for this process, if no other holds it: a
+   * gateway and a server (or two gateways) handling the same conversation
+   * take turns. A lease in the conversation's row, not an advisory lock,
+   * because the embedded database is one session shared by every process
+   * that reaches it.
    */
-  async acquireTurn(conversationId: string, signal?: AbortSignal): Promise<() => Promise<void>> {
-    for (;;) {
-      const taken = await this.database.adminScope('core: take a conversation’s turn', (tx) =>
-        tx.query(
-          `update conversations set turn_holder = $2, turn_expires_at = now() + make_interval(secs => $3)
-           where id = $1 and (turn_holder is null or turn_holder = $2 or turn_expires_at < now())
-           returning id`,
-          [conversationId, this.holder, turnLeaseSeconds],
-        ),
-      );
-      if ((taken.rowCount ?? 0) > 0) break;
+  async takeTurn(tx: Transaction, conversationId: string): Promise<boolean> {
+    const taken = await tx.query(
+      `update conversations set turn_holder = $2, turn_expires_at = now() + make_interval(secs => $3)
+       where id = $1 and (turn_holder is null or turn_holder = $2 or turn_expires_at < now())
+       returning id`,
+      [conversationId, this.holder, turnLeaseSeconds],
+    );
+    return (taken.rowCount ?? 0) > 0;
+  }
+
+  /** Wait until this process holds the conversation's turn (unless it already does); returns its release. */
+  async holdTurn(conversationId: string, held: boolean, signal?: AbortSignal): Promise<() => Promise<void>> {
+    while (!held) {
       if (signal?.aborted === true) throw new RosterError('turn_aborted', 'The turn was cancelled while waiting for the conversation.');
       await new Promise((resolve) => setTimeout(resolve, turnPollMs));
+      held = await this.database.adminScope('core: take a conversation’s turn', (tx) => this.takeTurn(tx, conversationId));
     }
     return async () => {
       await this.database.adminScope('core: release a conversation’s turn', (tx) =>

@@ -15,10 +15,6 @@ import { LearningEventStore } from './learning-event-store.js';
 /** What a colleague may use inside `ask_agent`: reading, never writing. */
 const readOnlyTools: ReadonlySet<string> = new Set(['recall']);
 
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
 /** A platform event, as an adapter (or the web page, or the CLI) hands it to the core. */
 export interface InboundMessage {
   channel: Channel;
@@ -206,40 +202,39 @@ export function createCore(options: CoreOptions): Core {
     const account = inbound.account ?? 'default';
     const local = inbound.channel === 'cli' || inbound.channel === 'web';
 
-    // 1. Resolve the sender and the binding. A sender the policy refuses gets at most the pairing hint, and nothing they said is kept.
+    const linkCode = inbound.sender.externalId === undefined ? undefined : /^\/link\s+([A-Za-z0-9]{8})\s*$/.exec(text)?.[1];
+
+    // 1. Resolve the sender and the binding; for a sender let in, open the conversation and take its turn, in one transaction.
     const routed = await database.adminScope('core: route an inbound message', async (tx) => {
       const binding = await conversations.bindingFor(tx, inbound.channel, account);
       const person = await conversations.resolveSender(tx, inbound.channel, inbound.sender);
-      return { binding, person };
+      const allowed = binding.policy === 'open' || (binding.policy === 'allowlist' && binding.allowlist.includes(inbound.sender.externalId ?? ''));
+      if (person === null && (linkCode !== undefined || local || !allowed)) return { binding, person, conversation: null, held: false };
+      const conversation = await conversations.openConversation(tx, { channel: inbound.channel, externalId: inbound.conversation.externalId, kind: inbound.conversation.kind, binding, person });
+      return { binding, person, conversation, held: await conversations.takeTurn(tx, conversation.id) };
     });
-    const unkept = { messageId: null, conversationId: null, duplicate: false, person: null, replies: [], signals: [] };
-    if (routed.person === null) {
-      const link = /^\/link\s+([A-Za-z0-9]{8})\s*$/.exec(text);
-      if (link !== null && inbound.sender.externalId !== undefined) {
+
+    // 2. A stranger who is not let in links a code, or gets at most the pairing hint; nothing they said is kept.
+    if (routed.conversation === null) {
+      const unkept = { messageId: null, conversationId: null, duplicate: false, person: null, replies: [], signals: [] };
+      if (linkCode !== undefined) {
         try {
-          const linked = await directory.redeemLinkCode(link[1]!, inbound.channel, inbound.sender.externalId, inbound.sender.displayName);
+          const linked = await directory.redeemLinkCode(linkCode, inbound.channel, inbound.sender.externalId!, inbound.sender.displayName);
           return { ...unkept, notice: `Linked: you are ${linked.name} here now.` };
         } catch (error) {
           if (RosterError.isInstance(error)) return { ...unkept, notice: error.message };
           throw error;
         }
       }
-      const allowed = routed.binding.policy === 'open' || (routed.binding.policy === 'allowlist' && routed.binding.allowlist.includes(inbound.sender.externalId ?? ''));
-      if (local || !allowed) {
-        await conversations.countRefused(inbound.channel, account);
-        if (routed.binding.policy === 'allowlist') return { ...unkept, notice: null };
-        return { ...unkept, notice: "I don't know you yet. Ask the owner for a link code, then send /link CODE." };
-      }
+      await conversations.countRefused(inbound.channel, account);
+      if (routed.binding.policy === 'allowlist') return { ...unkept, notice: null };
+      return { ...unkept, notice: "I don't know you yet. Ask the owner for a link code, then send /link CODE." };
     }
-    const person = routed.person;
 
-    // 2. The conversation, whose turn this process holds until the replies are stored.
-    const conversation = await database.adminScope('core: open the conversation', (tx) =>
-      conversations.openConversation(tx, { channel: inbound.channel, externalId: inbound.conversation.externalId, kind: inbound.conversation.kind, binding: routed.binding, person }),
-    );
-    const release = await conversations.acquireTurn(conversation.id, turn.signal);
+    // The conversation's turn is this process's until the replies are stored.
+    const release = await conversations.holdTurn(routed.conversation.id, routed.held, turn.signal);
     try {
-      return await handleTurn(inbound, turn, text, routed.binding, person, conversation);
+      return await handleTurn(inbound, turn, text, routed.binding, routed.person, routed.conversation);
     } finally {
       await release();
     }
@@ -368,7 +363,7 @@ export function createCore(options: CoreOptions): Core {
       if (agent.status !== 'active') throw new RosterError('agent_archived', `${agent.name} is archived; the owner can restore it: roster agent restore ${agent.name}.`);
       return [agent];
     }
-    const mentioned = active.filter((agent) => new RegExp(`(^|\\s)@${escapeRegExp(agent.name)}(?![\\p{L}\\p{M}\\p{N}_-])`, 'iu').test(text.normalize('NFC')));
+    const mentioned = active.filter((agent) => new RegExp(`(^|\\s)@${agent.name}(?![\\p{L}\\p{M}\\p{N}_-])`, 'iu').test(text.normalize('NFC')));
     if (mentioned.length > 0) return mentioned;
     const bound = conversation.agent_id ?? binding.agentId;
     if (bound !== null) {
