@@ -1,12 +1,9 @@
-import { randomUUID } from 'node:crypto';
-import { parseConfig } from '@roster/config';
 import type { Database } from '@roster/db';
-import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
-import { approveLesson, connectionFromUrl, createQueues, listApprovals, runJobNow, startJobWorker, type JobWorker } from '@roster/jobs';
-import { createRuntime, type Runtime } from '@roster/runtime';
+import { approveLesson, listApprovals } from '@roster/jobs';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAi } from './support/fake-openai.js';
+import { redisUrl, startLoopFixture, type LoopFixture } from './support/learning-loop.js';
 
 /**
  * Forget, as an adversary checks it: the whole learning loop runs first (a
@@ -16,24 +13,14 @@ import { startFakeOpenAi } from './support/fake-openai.js';
  * key of the queues is scanned for the words. The scan before the forget is
  * the positive control.
  */
-const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-const connection = connectionFromUrl(redisUrl);
 /** Words only this fact holds; the full-text index stores the stem of one. */
 const needles = ['bakery', 'bakeri', 'pistachio'];
 
-let test: TestDatabase;
-let roster: Runtime;
-let worker: JobWorker;
+let loop: LoopFixture;
 let fake: Awaited<ReturnType<typeof startFakeOpenAi>>;
-const prefix = `test-${randomUUID()}`;
-const ids = { scout: '', coder: '', ada: '', bob: '' };
 
 async function say(agent: string, person: 'ada' | 'bob', text: string) {
-  return roster.core.handle({ channel: 'cli', conversation: { externalId: `dm-${person}`, kind: 'dm' }, sender: { personId: ids[person] }, text }, { agent });
-}
-
-async function run(name: Parameters<typeof runJobNow>[1], payload: Record<string, unknown> = {}) {
-  return (await runJobNow(connection, name, payload, { prefix, wait: true, timeoutMs: 60_000 })).result as Record<string, unknown>;
+  return loop.roster.core.handle({ channel: 'cli', conversation: { externalId: `dm-${person}`, kind: 'dm' }, sender: { personId: loop.ids[person] }, text }, { agent });
 }
 
 /** Every place in the database that holds one of the needles: "table.column" → rows. */
@@ -62,7 +49,7 @@ async function scanDatabase(database: Database): Promise<Record<string, number>>
 async function scanRedis(): Promise<string[]> {
   const redis = new Redis(redisUrl);
   try {
-    const keys = await redis.keys(`${prefix}:*`);
+    const keys = await redis.keys(`${loop.prefix}:*`);
     const found: string[] = [];
     for (const key of keys) {
       const type = await redis.type(key);
@@ -87,31 +74,11 @@ beforeAll(async () => {
     // The judge repeats what it read, as models do: the words reach its reason.
     return { text: JSON.stringify({ verdict: 'fail', reason: words.includes('pistachio') ? 'it still forgot the pistachio bakery' : 'no' }) };
   });
-  test = await openTestDatabase();
-  roster = await createRuntime({ config: { ...parseConfig({}), ROSTER_JUDGE_ENGINE: fake.engine }, database: test.database });
-  ids.scout = (await roster.core.directory.addAgent({ name: 'Scout', job: 'plans trips' })).id;
-  ids.coder = (await roster.core.directory.addAgent({ name: 'Coder', job: 'writes code' })).id;
-  ids.ada = (await roster.core.directory.addPerson({ name: 'Ada', role: 'owner' })).id;
-  ids.bob = (await roster.core.directory.addPerson({ name: 'Bob' })).id;
-  worker = await startJobWorker({
-    database: test.database,
-    memory: roster.memory,
-    directory: roster.core.directory,
-    engineFor: roster.engineFor,
-    judgeFor: roster.judgeFor,
-    connection,
-    prefix,
-    schedulers: false,
-    relayIntervalMs: 100,
-  });
+  loop = await startLoopFixture(fake.engine);
 });
 
 afterAll(async () => {
-  await worker?.stop();
-  const queues = createQueues(connection, prefix);
-  await Promise.all(Object.values(queues.queues).map((queue) => queue.obliterate({ force: true })));
-  await queues.close();
-  await test?.cleanup();
+  await loop?.cleanup();
   await fake?.close();
 });
 
@@ -125,15 +92,15 @@ describe('forget, after the whole learning loop', () => {
     // The correction, said twice: two learning events, one mirror case, a lesson review can propose.
     await say('Scout', 'ada', 'actually, my locker is behind the pistachio bakery on the corner');
     await say('Scout', 'ada', 'actually, my locker is behind the pistachio bakery on the corner');
-    await run('harvest');
-    const mirror = await run('mirror', { agentId: ids.scout });
+    await loop.run('harvest');
+    const mirror = await loop.run('mirror', { agentId: loop.ids.scout });
     expect(mirror).toMatchObject({ replayed: 1 });
-    await run('review', { agentId: ids.scout });
-    const pending = await listApprovals(test.database, { agentId: ids.scout, status: 'pending' });
+    await loop.run('review', { agentId: loop.ids.scout });
+    const pending = await listApprovals(loop.test.database, { agentId: loop.ids.scout, status: 'pending' });
     expect(pending.map((approval) => approval.text)).toEqual(['My locker is behind the pistachio bakery on the corner.']);
-    await approveLesson(test.database, pending[0]!.id, { kind: 'person', personId: ids.ada });
+    await approveLesson(loop.test.database, pending[0]!.id, { kind: 'person', personId: loop.ids.ada });
 
-    const before = await scanDatabase(test.database);
+    const before = await scanDatabase(loop.test.database);
     // Positive control: the words are in the transcript, the facts, the index, the signals, the case, the run, the approval and the lesson.
     expect(Object.keys(before)).toEqual(
       expect.arrayContaining([
@@ -150,17 +117,17 @@ describe('forget, after the whole learning loop', () => {
 
     // The Redis scan's own control: a key that holds the words is found.
     const planted = new Redis(redisUrl);
-    await planted.set(`${prefix}:planted`, 'the pistachio bakery');
-    expect(await scanRedis()).toEqual([`${prefix}:planted`]);
-    await planted.del(`${prefix}:planted`);
+    await planted.set(`${loop.prefix}:planted`, 'the pistachio bakery');
+    expect(await scanRedis()).toEqual([`${loop.prefix}:planted`]);
+    await planted.del(`${loop.prefix}:planted`);
     planted.disconnect();
 
     const forget = await say('Scout', 'ada', 'forget that my locker is behind the pistachio bakery on the corner');
     expect(forget.replies[0]?.text).toBe('Forgotten.');
     // Jobs the turn queued have run and reported by the time the scan reads Redis.
-    await run('embed');
+    await loop.run('embed');
 
-    expect(await scanDatabase(test.database)).toEqual({});
+    expect(await scanDatabase(loop.test.database)).toEqual({});
     expect(await scanRedis()).toEqual([]);
     // What was not forgotten stays.
     const bob = await say('Scout', 'bob', 'what do you know about bike');
@@ -168,7 +135,7 @@ describe('forget, after the whole learning loop', () => {
     const coder = await say('Coder', 'ada', 'what do you know about Rust');
     expect(coder.replies[0]?.text).toBe('- I write Rust');
     // The lesson no longer rides in Scout's prompts.
-    const lessons = await test.database.withScope({ agentId: ids.scout, personId: ids.ada, audience: 'private' }, async (tx) =>
+    const lessons = await loop.test.database.withScope({ agentId: loop.ids.scout, personId: loop.ids.ada, audience: 'private' }, async (tx) =>
       (await tx.query<{ status: string }>(`select status from lessons`)).rows.map((row) => row.status),
     );
     expect(lessons).toEqual(['retired']);

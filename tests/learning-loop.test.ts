@@ -1,33 +1,11 @@
-import { randomUUID } from 'node:crypto';
-import { parseConfig } from '@roster/config';
 import type { Scope } from '@roster/db';
-import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
-import {
-  approveLesson,
-  connectionFromUrl,
-  createQueues,
-  listApprovals,
-  mirrorReport,
-  retireLesson,
-  runAsJob,
-  runJobNow,
-  startJobWorker,
-  type JobWorker,
-} from '@roster/jobs';
-import { createRuntime, type Runtime } from '@roster/runtime';
+import { approveLesson, listApprovals, mirrorReport, retireLesson, runAsJob } from '@roster/jobs';
+import type { Runtime } from '@roster/runtime';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeOpenAi } from './support/fake-openai.js';
+import { startLoopFixture, type LoopFixture } from './support/learning-loop.js';
 
-const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-const connection = connectionFromUrl(redisUrl);
-
-interface Loop {
-  test: TestDatabase;
-  roster: Runtime;
-  worker: JobWorker;
-  prefix: string;
-  ids: { scout: string; coder: string; ada: string; bob: string };
-  run(name: Parameters<typeof runJobNow>[1], payload?: Record<string, unknown>): Promise<Record<string, unknown>>;
+interface Loop extends LoopFixture {
   say(agent: string, person: 'ada' | 'bob', text: string): ReturnType<Runtime['core']['handle']>;
 }
 
@@ -44,37 +22,12 @@ beforeEach(async () => {
     judged.push(JSON.stringify(request.messages));
     return { text: verdicts.shift() ?? '{"verdict": "fail", "reason": "no verdict scripted"}' };
   });
-  const test = await openTestDatabase();
-  const roster = await createRuntime({ config: { ...parseConfig({}), ROSTER_JUDGE_ENGINE: fake.engine }, database: test.database });
-  const scout = await roster.core.directory.addAgent({ name: 'Scout', job: 'plans trips' });
-  const coder = await roster.core.directory.addAgent({ name: 'Coder', job: 'writes code' });
-  const ada = await roster.core.directory.addPerson({ name: 'Ada', role: 'owner' });
-  const bob = await roster.core.directory.addPerson({ name: 'Bob' });
-  const prefix = `test-${randomUUID()}`;
-  const worker = await startJobWorker({
-    database: test.database,
-    memory: roster.memory,
-    directory: roster.core.directory,
-    engineFor: roster.engineFor,
-    judgeFor: roster.judgeFor,
-    connection,
-    prefix,
-    schedulers: false,
-    relayIntervalMs: 100,
-  });
+  const fixture = await startLoopFixture(fake.engine);
   loop = {
-    test,
-    roster,
-    worker,
-    prefix,
-    ids: { scout: scout.id, coder: coder.id, ada: ada.id, bob: bob.id },
-    async run(name, payload = {}) {
-      const { result } = await runJobNow(connection, name, payload, { prefix, wait: true, timeoutMs: 60_000 });
-      return result as Record<string, unknown>;
-    },
+    ...fixture,
     say(agent, person, text) {
-      return roster.core.handle(
-        { channel: 'cli', conversation: { externalId: `${agent}-${person}`, kind: 'dm' }, sender: { personId: person === 'ada' ? ada.id : bob.id }, text },
+      return fixture.roster.core.handle(
+        { channel: 'cli', conversation: { externalId: `${agent}-${person}`, kind: 'dm' }, sender: { personId: fixture.ids[person] }, text },
         { agent },
       );
     },
@@ -82,11 +35,7 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
-  await loop?.worker.stop();
-  const queues = createQueues(connection, loop.prefix);
-  await Promise.all(Object.values(queues.queues).map((queue) => queue.obliterate({ force: true })));
-  await queues.close();
-  await loop?.test.cleanup();
+  await loop?.cleanup();
   await fake?.close();
 });
 
