@@ -208,8 +208,10 @@ describe('roster migrate, doctor and db serve', () => {
     const result = await runRoster(['doctor'], { ROSTER_DATA_DIR: dir });
     expect(result.code).toBe(0);
     const names = result.stdout.trim().split('\n').map((line) => line.split(/\s+/)[0]);
-    expect(names).toEqual(['database', 'pgvector', 'migrations', 'redis', 'engine', 'embedder', 'telegram', 'discord', 'slack', 'whatsapp']);
+    expect(names).toEqual(['database', 'pgvector', 'migrations', 'roles', 'redis', 'engine', 'embedder', 'telegram', 'discord', 'slack', 'whatsapp']);
     expect(result.stdout).toMatch(/^database\s+ok\s+embedded \(PGlite\) Postgres 18/m);
+    // The embedded database runs as roster_owner, not its superuser.
+    expect(result.stdout).toMatch(/^roles\s+ok\s+owner roster_owner; roster_app and roster_ops$/m);
     expect(result.stdout).toMatch(/^pgvector\s+ok\s+0\.8/m);
   });
 
