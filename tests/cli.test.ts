@@ -1,4 +1,6 @@
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -230,6 +232,41 @@ describe('roster migrate, doctor and db serve', () => {
     expect(byName.engine).toMatchObject({ status: 'fail', detail: 'openai:gpt-4o-mini needs OPENAI_API_KEY' });
     expect(byName.redis).toMatchObject({ status: 'fail' });
     expect(byName.embedder).toMatchObject({ status: 'ok' });
+  });
+
+  it('doctor under PRIVACY=strict refuses an Ollama embedder off this machine and accepts one on loopback', async () => {
+    const dir = dataDir();
+    await runRoster(['migrate'], { ROSTER_DATA_DIR: dir });
+    const ollama = http.createServer((request, response) => {
+      response.writeHead(request.url === '/api/tags' ? 200 : 404, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ models: [{ name: 'nomic-embed-text:latest' }] }));
+    });
+    await new Promise<void>((resolve) => ollama.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = ollama.address() as AddressInfo;
+      const embedderCheck = async (ollamaUrl: string) => {
+        const result = await runRoster(['doctor', '--json'], {
+          ROSTER_DATA_DIR: dir,
+          PRIVACY: 'strict',
+          ROSTER_EMBEDDER: 'ollama:nomic-embed-text',
+          OLLAMA_URL: ollamaUrl,
+        });
+        const report = JSON.parse(result.stdout) as { checks: Array<{ name: string; status: string; detail: string }> };
+        return report.checks.find((check) => check.name === 'embedder');
+      };
+      expect(await embedderCheck(`http://127.0.0.1:${port}`)).toEqual({
+        name: 'embedder',
+        status: 'ok',
+        detail: 'ollama:nomic-embed-text (answered 200)',
+      });
+      expect(await embedderCheck('http://10.0.0.5:11434')).toEqual({
+        name: 'embedder',
+        status: 'fail',
+        detail: 'ollama:nomic-embed-text sends memory off this machine, which PRIVACY=strict forbids: use a local one',
+      });
+    } finally {
+      await new Promise<void>((resolve) => ollama.close(() => resolve()));
+    }
   });
 
   it('db serve exposes the embedded database, behind a password of its own run, to a Postgres client and to a second Roster process', async () => {
