@@ -3,6 +3,7 @@ export * from './embedders/index.js';
 export { ensureEmbeddingModel, writeEmbedding } from './embeddings.js';
 export { FactNotFoundError, FactStateError, RejectedStatementError, TombstonedError } from './errors.js';
 export { renderExport, type ExportFormat } from './export.js';
+export { erasedPlaces, forgetPlaces, redisPlaces, type ForgetReach } from './forget-places.js';
 export { fade, fadeBatchStatement, protectedCategories, type FadeOptions, type FadeReport } from './fade.js';
 export { closeMatches, hashingMatchRule, matchFacts, matchRule, matchTieMargin, type FactMatch, type MatchOptions, type MatchReason, type MatchRule } from './match.js';
 export { createMemory, type HistoryEntry, type Memory, type MemoryOptions, type RememberInput, type UseReason } from './memory.js';
