@@ -24,7 +24,7 @@ async function say(agent: string, person: 'ada' | 'bob', text: string) {
 }
 
 /** Every place in the database that holds one of the needles: "table.column" → rows. */
-async function scanDatabase(database: Database): Promise<Record<string, number>> {
+async function scanDatabase(database: Database, words: readonly string[] = needles): Promise<Record<string, number>> {
   return database.ownerScope('test: scan every column that can hold text', async (tx) => {
     const { rows: columns } = await tx.query<{ table_name: string; column_name: string }>(
       `select c.table_name, c.column_name from information_schema.columns c
@@ -36,7 +36,7 @@ async function scanDatabase(database: Database): Promise<Record<string, number>>
     for (const column of columns) {
       const { rows } = await tx.query<{ n: string }>(
         `select count(*) as n from ${column.table_name} where lower(${column.column_name}::text) similar to $1`,
-        [`%(${needles.join('|')})%`],
+        [`%(${words.join('|')})%`],
       );
       const count = Number(rows[0]!.n);
       if (count > 0) found[`${column.table_name}.${column.column_name}`] = count;
@@ -46,7 +46,7 @@ async function scanDatabase(database: Database): Promise<Record<string, number>>
 }
 
 /** Every Redis key of these queues whose value holds a needle. */
-async function scanRedis(): Promise<string[]> {
+async function scanRedis(words: readonly string[] = needles): Promise<string[]> {
   const redis = new Redis(redisUrl);
   try {
     const keys = await redis.keys(`${loop.prefix}:*`);
@@ -60,7 +60,7 @@ async function scanRedis(): Promise<string[]> {
       else if (type === 'set') text = JSON.stringify(await redis.smembers(key));
       else if (type === 'zset') text = JSON.stringify(await redis.zrange(key, 0, -1));
       else if (type === 'stream') text = JSON.stringify(await redis.xrange(key, '-', '+'));
-      if (needles.some((needle) => text.toLowerCase().includes(needle))) found.push(key);
+      if (words.some((word) => text.toLowerCase().includes(word))) found.push(key);
     }
     return found;
   } finally {
@@ -72,7 +72,8 @@ beforeAll(async () => {
   fake = await startFakeOpenAi((request) => {
     const words = JSON.stringify(request.messages);
     // The judge repeats what it read, as models do: the words reach its reason.
-    return { text: JSON.stringify({ verdict: 'fail', reason: words.includes('pistachio') ? 'it still forgot the pistachio bakery' : 'no' }) };
+    const reason = words.includes('pistachio') ? 'it still forgot the pistachio bakery' : words.includes('walrus') ? 'it still ignores the walrus tabs' : 'no';
+    return { text: JSON.stringify({ verdict: 'fail', reason }) };
   });
   loop = await startLoopFixture(fake.engine);
 });
@@ -139,5 +140,45 @@ describe('forget, after the whole learning loop', () => {
       (await tx.query<{ status: string }>(`select status from lessons`)).rows.map((row) => row.status),
     );
     expect(lessons).toEqual(['retired']);
+  });
+});
+
+describe('agent purge, after the whole learning loop', () => {
+  /** Words only Coder heard. */
+  const coderWords = ['walrus', 'marzipan'];
+
+  it('leaves no copy of anything the agent heard or said, and keeps every other agent’s memory', async () => {
+    await say('Scout', 'ada', 'remember that my tent is green');
+    await say('Coder', 'ada', 'remember that my walrus project uses tabs');
+    await say('Coder', 'bob', 'remember that I keep marzipan in the drawer');
+    await say('Coder', 'ada', 'actually, my walrus project uses tabs of width four');
+    await say('Coder', 'ada', 'actually, my walrus project uses tabs of width four');
+    await loop.run('harvest');
+    expect(await loop.run('mirror', { agentId: loop.ids.coder })).toMatchObject({ replayed: 1 });
+    await loop.run('review', { agentId: loop.ids.coder });
+    const pending = await listApprovals(loop.test.database, { agentId: loop.ids.coder, status: 'pending' });
+    expect(pending).toHaveLength(1);
+    await approveLesson(loop.test.database, pending[0]!.id, { kind: 'person', personId: loop.ids.ada });
+    await loop.run('episodes', { agentId: loop.ids.coder, idleMinutes: 0 });
+
+    // Positive control: Coder's words are in the transcript, the facts, the loop's tables and the episode.
+    const before = await scanDatabase(loop.test.database, coderWords);
+    expect(Object.keys(before)).toEqual(
+      expect.arrayContaining(['messages.content', 'facts.content', 'learning_events.text', 'mirror_cases.text', 'mirror_runs.reason', 'lessons.text', 'episodes.summary']),
+    );
+
+    await loop.roster.core.directory.archiveAgent('Coder');
+    const purged = await loop.roster.core.purgeAgent('Coder', 'Coder');
+    expect(purged.facts).toBeGreaterThanOrEqual(2);
+    await loop.run('embed');
+
+    expect(await scanDatabase(loop.test.database, coderWords)).toEqual({});
+    expect(await scanRedis(coderWords)).toEqual([]);
+    // Scout's memory stays, and the purged agent's name is free again.
+    const scout = await say('Scout', 'ada', 'what do you know about tent');
+    expect(scout.replies[0]?.text).toBe('- my tent is green');
+    await expect(loop.roster.core.directory.agentByName('Coder')).rejects.toMatchObject({ code: 'agent_not_found' });
+    const again = await loop.roster.core.directory.addAgent({ name: 'Coder', job: 'writes code again' });
+    expect(again.id).not.toBe(loop.ids.coder);
   });
 });

@@ -91,9 +91,12 @@ export interface Core {
   handle(inbound: InboundMessage, options?: TurnOptions): Promise<TurnResult>;
   /**
    * Forget every fact of an archived agent, in every scope (tombstones and
-   * events as for any forget), after the owner typed its name to confirm.
+   * events as for any forget), then erase the words of everything else it
+   * holds (messages, learning events, mirror cases and runs, episodes,
+   * lessons, approvals, pending jobs), after the owner typed its name to
+   * confirm. Its row stays, marked purged, for the audit; its name is free.
    */
-  purgeAgent(name: string, confirmation: string): Promise<{ facts: number }>;
+  purgeAgent(name: string, confirmation: string): Promise<{ facts: number; erased: Record<string, number> }>;
 }
 
 export function createCore(options: CoreOptions): Core {
@@ -373,7 +376,7 @@ export function createCore(options: CoreOptions): Core {
     return active.length === 1 ? active : [];
   }
 
-  async function purgeAgent(name: string, confirmation: string): Promise<{ facts: number }> {
+  async function purgeAgent(name: string, confirmation: string): Promise<{ facts: number; erased: Record<string, number> }> {
     const agent = await directory.agentByName(name);
     if (agent.status !== 'archived') throw new RosterError('agent_active', `Archive ${agent.name} first (roster agent archive ${agent.name}); only an archived agent can be purged.`);
     if (confirmation !== agent.name) throw new RosterError('purge_unconfirmed', `To purge ${agent.name}'s memory for good, confirm with its exact name: --confirm ${agent.name}.`);
@@ -396,10 +399,14 @@ export function createCore(options: CoreOptions): Core {
         if (!(RosterError.isInstance(error) && error.code === 'fact_state')) throw error;
       }
     }
-    await database.adminScope('owner: record a purge', (tx) =>
-      appendEvent(tx, { agentId: agent.id, personId: null, actor: owner.actor, action: 'purge', targetKind: 'agent', targetId: agent.id, detail: { facts: forgotten } }),
-    );
-    return { facts: forgotten };
+    // Then every other copy of what the agent heard and said; its row stays, for the audit.
+    const erased = await database.adminScope('owner: purge an agent', async (tx) => {
+      const { rows } = await tx.query<{ counts: Record<string, number> }>('select roster_purge_agent($1) as counts', [agent.id]);
+      const counts = rows[0]!.counts;
+      await appendEvent(tx, { agentId: agent.id, personId: null, actor: owner.actor, action: 'purge', targetKind: 'agent', targetId: agent.id, detail: { facts: forgotten, erased: counts } });
+      return counts;
+    });
+    return { facts: forgotten, erased };
   }
 
   return {

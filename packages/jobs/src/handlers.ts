@@ -25,7 +25,11 @@ export interface JobRun {
 type Handler<N extends JobName> = (deps: JobDependencies, payload: JobPayload<N>, run: JobRun) => Promise<Record<string, unknown>>;
 
 async function agentsOf(deps: JobDependencies, agentId: string | undefined): Promise<Agent[]> {
-  if (agentId !== undefined) return [await deps.directory.agentById(agentId)];
+  if (agentId !== undefined) {
+    const agent = await deps.directory.agentById(agentId);
+    // A purged agent has nothing left to learn from.
+    return agent.status === 'purged' ? [] : [agent];
+  }
   return deps.directory.listAgents();
 }
 
@@ -287,6 +291,7 @@ async function idleConversations(
       `select c.id as conversation_id, a.agent_id, c.person_id, c.last_message_at, m.${column} as mark
        from conversations c
        join (select distinct conversation_id, agent_id from messages where agent_id is not null) a on a.conversation_id = c.id
+       join agents on agents.id = a.agent_id and agents.status <> 'purged'
        left join conversation_marks m on m.conversation_id = c.id and m.agent_id = a.agent_id
        where ($1::uuid is null or c.id = $1) and ($2::uuid is null or a.agent_id = $2)
          and (
