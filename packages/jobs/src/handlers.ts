@@ -4,7 +4,7 @@ import type { Database, Scope } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { contentHash, ensureEmbeddingModel, fade, isNearDuplicate, minhash, redactSecrets, writeEmbedding, type Memory } from '@roster/memory';
 import { lessonTextProblem } from './lessons.js';
-import { dueCases, replayCase, type MirrorRunResult } from './mirror.js';
+import { canJudge, dueCases, noJudgeNotice, replayCase, type MirrorRunResult } from './mirror.js';
 import type { JobName, JobPayload } from './queues.js';
 
 export interface JobDependencies {
@@ -83,9 +83,16 @@ export const handlers: { [N in JobName]: Handler<N> } = {
 
   async mirror(deps, payload, run) {
     const results: Array<Omit<MirrorRunResult, 'reason'> & { agent: string }> = [];
+    const unjudged: Array<{ agent: string; waiting: number }> = [];
     const agents = await agentsOf(deps, payload.agentId);
     for (const agent of agents) {
-      for (const item of await dueCases(deps.database, agent.id, payload.limit ?? 5, new Date(), payload.rerunAfterHours ?? 20)) {
+      const due = await dueCases(deps.database, agent.id, payload.limit ?? 5, new Date(), payload.rerunAfterHours ?? 20);
+      if (!canJudge(deps.judgeFor(agent))) {
+        // Said once in the result (and by the report and doctor), not recorded as an error run every night.
+        if (due.length > 0) unjudged.push({ agent: agent.name, waiting: due.length });
+        continue;
+      }
+      for (const item of due) {
         // A job's result lands in Redis: ids, verdicts and counts, never the judge's reason or the answer (those stay in mirror_runs, which forget reaches).
         const { reason: _reason, ...replay } = await replayCase(deps, agent, item);
         results.push({ agent: agent.name, ...replay });
@@ -98,6 +105,7 @@ export const handlers: { [N in JobName]: Handler<N> } = {
       failed: results.filter((result) => result.verdict === 'fail').length,
       errors: results.filter((result) => result.verdict === 'error').length,
       results,
+      ...(unjudged.length > 0 ? { notice: noJudgeNotice, unjudged } : {}),
     };
   },
 

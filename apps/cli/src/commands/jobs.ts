@@ -1,4 +1,4 @@
-import { connectionFromUrl, isJobName, jobNames, runJobNow, mirrorReport, listApprovals, approveLesson, rejectApproval, listLessons, retireLesson } from '@roster/jobs';
+import { canJudge, connectionFromUrl, isJobName, jobNames, runJobNow, mirrorReport, listApprovals, approveLesson, rejectApproval, listLessons, retireLesson } from '@roster/jobs';
 import { locateRedis } from '@roster/redis';
 import { RosterError, UsageError } from '@roster/errors';
 import type { CommandIo } from '../io.js';
@@ -50,7 +50,7 @@ export async function runMirrorReport(args: string[], io: CommandIo): Promise<nu
   const { database, roster } = await openRoster(io);
   try {
     const agent = await roster.core.directory.agentByName(values.agent);
-    const report = await mirrorReport(database, agent.id);
+    const report = await mirrorReport(database, agent.id, { judged: canJudge(roster.judgeFor(agent)) });
     if (values.json === true) io.out(JSON.stringify({ agent: agent.name, ...report }));
     else {
       io.out(`${agent.name}: ${report.summary}`);
