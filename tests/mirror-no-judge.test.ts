@@ -62,3 +62,18 @@ describe('the mirror with no judge configured', () => {
     }
   });
 });
+
+describe('lesson review with no judge configured', () => {
+  it('never joins two people’s words into one lesson; one person’s repeated correction becomes their own', async () => {
+    const say = (person: 'ada' | 'bob', text: string) =>
+      loop.roster.core.handle({ channel: 'cli', conversation: { externalId: `coder-${person}`, kind: 'dm' }, sender: { personId: loop.ids[person] }, text }, { agent: 'Coder' });
+    await say('ada', 'from now on, write the tests first');
+    await say('bob', 'from now on, write the tests first');
+    expect(await loop.run('review', { agentId: loop.ids.coder })).toMatchObject({ proposed: 0 });
+    // Positive control: Ada says it again, and her own statement is proposed, as hers.
+    await say('ada', 'next time, write the tests first');
+    expect(await loop.run('review', { agentId: loop.ids.coder })).toMatchObject({ proposed: 1 });
+    const approvals = await loop.test.database.adminScope('test: approvals', async (tx) => (await tx.query<{ text: string; person_id: string | null }>('select text, person_id from approvals')).rows);
+    expect(approvals).toEqual([{ text: 'Write the tests first.', person_id: loop.ids.ada }]);
+  });
+});

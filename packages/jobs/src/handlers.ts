@@ -1,48 +1,14 @@
-import type { Logger } from '@roster/config';
-import type { Agent, Directory, Engine } from '@roster/core';
-import type { Database, Scope } from '@roster/db';
+import type { Scope } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { contentHash, ensureEmbeddingModel, fade, isNearDuplicate, minhash, redactSecrets, writeEmbedding, type Memory } from '@roster/memory';
-import { lessonTextProblem } from './lessons.js';
 import { canJudge, dueCases, noJudgeNotice, replayCase, type MirrorRunResult } from './mirror.js';
+import { reviewLessons } from './review.js';
+import { agentsOf, type JobDependencies, type JobRun } from './job-dependencies.js';
 import type { JobName, JobPayload } from './queues.js';
 
-export interface JobDependencies {
-  database: Database;
-  memory: Memory;
-  directory: Directory;
-  engineFor: (agent: Agent) => Engine;
-  /** The engine that judges mirror replays (a separate call from the agent's). */
-  judgeFor: (agent: Agent) => Engine;
-  logger?: Logger;
-}
-
-export interface JobRun {
-  /** Long jobs report how far they are (BullMQ's job.updateProgress). */
-  progress(value: number | Record<string, unknown>): Promise<void>;
-}
+export type { JobDependencies, JobRun } from './job-dependencies.js';
 
 type Handler<N extends JobName> = (deps: JobDependencies, payload: JobPayload<N>, run: JobRun) => Promise<Record<string, unknown>>;
-
-async function agentsOf(deps: JobDependencies, agentId: string | undefined): Promise<Agent[]> {
-  if (agentId !== undefined) {
-    const agent = await deps.directory.agentById(agentId);
-    // A purged agent has nothing left to learn from.
-    return agent.status === 'purged' ? [] : [agent];
-  }
-  return deps.directory.listAgents();
-}
-
-/** The words of a learning event with its signal phrase taken off: "from now on, answer in Italian" → "Answer in Italian." */
-export function lessonText(text: string): string {
-  const stripped = text
-    .trim()
-    .replace(/^(that's wrong|that is wrong|you're wrong|you are wrong|no|actually|from now on|next time|la prossima volta|d'ora in poi|da ora in poi|hai sbagliato|sbagliato)[\s,:;.!-]*/iu, '')
-    .trim();
-  if (stripped === '') return '';
-  const sentence = stripped.charAt(0).toUpperCase() + stripped.slice(1);
-  return /[.!?]$/.test(sentence) ? sentence : `${sentence}.`;
-}
 
 const idle = (minutes: number | undefined) => `${Math.max(0, minutes ?? 30)} minutes`;
 
@@ -109,55 +75,7 @@ export const handlers: { [N in JobName]: Handler<N> } = {
     };
   },
 
-  async review(deps, payload) {
-    let proposed = 0;
-    const skipped: string[] = [];
-    for (const agent of await agentsOf(deps, payload.agentId)) {
-      const events = await deps.database.adminScope('review: read learning events', async (tx) => {
-        const { rows } = await tx.query<{ id: string; person_id: string | null; message_id: string | null; text: string; kind: string }>(
-          `select id, person_id, message_id, text, kind from learning_events
-           where agent_id = $1 and actor_kind = 'person' and kind in ('correction', 'preference', 'negative-rating') and text <> ''
-           order by created_at`,
-          [agent.id],
-        );
-        return rows;
-      });
-      // Group the statements that say the same thing (near-duplicates of their words).
-      const groups: Array<{ text: string; signature: number[]; evidence: typeof events; personId: string | null }> = [];
-      for (const event of events) {
-        const text = lessonText(event.text);
-        if (text === '') continue;
-        if (event.person_id !== null && (await deps.memory.isTombstoned({ agentId: agent.id, personId: event.person_id, audience: 'private' }, text))) continue;
-        const signature = minhash(text);
-        // Without a judge to paraphrase them, one person's words never become another person's prompt: groups stay per person.
-        const group = groups.find((candidate) => candidate.personId === event.person_id && isNearDuplicate(candidate.signature, signature));
-        if (group === undefined) groups.push({ text, signature, evidence: [event], personId: event.person_id });
-        else {
-          group.evidence.push(event);
-          group.text = text;
-        }
-      }
-      for (const group of groups.filter((candidate) => candidate.evidence.length >= 2)) {
-        const text = redactSecrets(group.text).text;
-        const outcome = await deps.database.adminScope('review: propose a lesson for approval', async (tx) => {
-          const problem = await lessonTextProblem(tx, agent.id, text);
-          if (problem !== null) return problem;
-          const existing = await tx.query<{ text: string }>(`select text from approvals where agent_id = $1 and status in ('pending', 'rejected')`, [agent.id]);
-          if (existing.rows.some((row) => contentHash(row.text) === contentHash(text) || isNearDuplicate(minhash(row.text), group.signature))) return 'already proposed';
-          await tx.query(
-            `insert into approvals (agent_id, person_id, kind, text, evidence, confidence, proposed_by_kind, proposed_by)
-             values ($1, $2, 'lesson', $3, $4, $5, 'job', 'review')`,
-            [agent.id, group.personId, text, JSON.stringify(group.evidence.map((event) => ({ eventId: event.id, messageId: event.message_id, kind: event.kind }))), Math.min(1, group.evidence.length / 5)],
-          );
-          await tx.query('update learning_events set reviewed_at = now() where id = any($1)', [group.evidence.map((event) => event.id)]);
-          return null;
-        });
-        if (outcome === null) proposed += 1;
-        else skipped.push(`${agent.name}: ${outcome}`);
-      }
-    }
-    return { proposed, skipped };
-  },
+  review: reviewLessons,
 
   async extract(deps, payload) {
     let extracted = 0;

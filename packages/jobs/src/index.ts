@@ -1,4 +1,5 @@
-export { handlers, lessonText, type JobDependencies, type JobRun } from './handlers.js';
+export { handlers, type JobDependencies, type JobRun } from './handlers.js';
+export { lessonText, paraphraseSystem } from './review.js';
 export { currentJob, runAsJob } from './job-context.js';
 export { approveLesson, lessonTextProblem, listApprovals, listLessons, rejectApproval, retireLesson, type Approval, type Approver, type Lesson } from './lessons.js';
 export { canJudge, dueCases, graduationStreak, noJudgeNotice, judgeSystem, mirrorReport, parseVerdict, probeMessage, recheckDays, replayCase, type MirrorCase, type MirrorReport, type MirrorRunResult } from './mirror.js';

@@ -78,7 +78,14 @@ export async function runApprovals(args: string[], io: CommandIo): Promise<numbe
       const named = approvals.map((approval) => ({ ...approval, agent: agents.find((agent) => agent.id === approval.agentId)?.name ?? approval.agentId }));
       if (values.json === true) io.out(JSON.stringify(named));
       else if (named.length === 0) io.out('Nothing waits for approval.');
-      else for (const item of named) io.out(`${item.id}  ${item.agent}  ${item.status}  (${item.evidence.length} evidence, by ${item.proposedByKind} ${item.proposedBy ?? ''})\n  ${item.text}`);
+      else {
+        for (const item of named) {
+          const evidence = item.evidence as Array<{ personId?: string | null; paraphrased?: boolean }>;
+          const people = new Set(evidence.map((entry) => entry.personId ?? null)).size;
+          const from = evidence.some((entry) => entry.paraphrased === true) ? `, the judge's paraphrase of ${people} people's words` : '';
+          io.out(`${item.id}  ${item.agent}  ${item.status}  (${item.evidence.length} evidence${from}, by ${item.proposedByKind} ${item.proposedBy ?? ''})\n  ${item.text}`);
+        }
+      }
       return exitCode.ok;
     }
     if (action !== 'approve' && action !== 'reject') throw new UsageError('roster approvals [list] | approve ID --as PERSON | reject ID --as PERSON');
