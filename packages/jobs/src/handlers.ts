@@ -1,6 +1,6 @@
 import type { Scope } from '@roster/db';
 import { RosterError } from '@roster/errors';
-import { contentHash, ensureEmbeddingModel, fade, isNearDuplicate, minhash, redactSecrets, writeEmbedding, type Memory } from '@roster/memory';
+import { contentHash, fade } from '@roster/memory';
 import { canJudge, dueCases, noJudgeNotice, replayCase, type MirrorRunResult } from './mirror.js';
 import { reviewLessons } from './review.js';
 import { agentsOf, type JobDependencies, type JobRun } from './job-dependencies.js';
@@ -118,34 +118,13 @@ export const handlers: { [N in JobName]: Handler<N> } = {
   },
 
   async embed(deps, payload, run) {
-    const embedder = deps.memory.embedder;
-    const batch = 64;
-    let done = 0;
-    // --all re-embeds every fact (after a model change); otherwise only those without a vector of this model.
-    const rows = await deps.database.adminScope('embed: facts that need a vector', async (tx) => {
-      const { rows } = await tx.query<{ id: string; agent_id: string; person_id: string | null; audience: 'private' | 'agent'; content: string }>(
-        `select f.id, f.agent_id, f.person_id, f.audience, f.content from facts f
-         where f.trust <> 'forgotten' and f.content <> ''
-           and ($1::uuid is null or f.id = $1) and ($4::uuid is null or f.agent_id = $4)
-           and ($2 or not exists (select 1 from fact_embeddings e where e.fact_id = f.id and e.model = $3))
-         order by f.recorded_at`,
-        [payload.factId ?? null, payload.all === true, embedder.model, payload.agentId ?? null],
-      );
-      return rows;
+    const report = await deps.memory.embedFacts({
+      ...(payload.factId === undefined ? {} : { factId: payload.factId }),
+      ...(payload.agentId === undefined ? {} : { agentId: payload.agentId }),
+      all: payload.all === true,
+      onProgress: (progress) => run.progress(progress),
     });
-    for (let start = 0; start < rows.length; start += batch) {
-      const slice = rows.slice(start, start + batch);
-      const vectors = await embedder.embed(slice.map((row) => row.content));
-      if (embedder.dimensions > 0) await ensureEmbeddingModel(deps.database, embedder.model, embedder.dimensions);
-      await deps.database.adminScope('embed: write vectors', async (tx) => {
-        for (const [index, row] of slice.entries()) {
-          await writeEmbedding(tx, { id: row.id, agentId: row.agent_id, personId: row.person_id, audience: row.audience }, embedder.model, vectors[index]!);
-        }
-      });
-      done += slice.length;
-      await run.progress({ embedded: done, total: rows.length });
-    }
-    return { embedded: done, model: embedder.model };
+    return { ...report };
   },
 
   async episodes(deps, payload) {
@@ -165,14 +144,20 @@ export const handlers: { [N in JobName]: Handler<N> } = {
         sources.push(message.id);
       }
       const summary = lines.slice(-12).join('\n').slice(0, 4000);
-      await deps.database.adminScope('episodes: write a summary', async (tx) => {
+      const wrote = await deps.database.adminScope('episodes: write a summary', async (tx) => {
+        // The sources are locked, so a forget either finished before (and the summary is not written: the next run
+        // rebuilds it without the words) or waits for this write and then marks the episode stale.
+        const locked = await tx.query<{ forgotten: boolean }>('select forgotten_at is not null as forgotten from messages where id = any($1) for share', [sources]);
+        if (locked.rows.some((row) => row.forgotten)) return false;
         await tx.query(
           `insert into episodes (conversation_id, agent_id, person_id, summary, source_message_ids)
            values ($1, $2, $3, $4, $5)
            on conflict (conversation_id, agent_id) do update set summary = excluded.summary, source_message_ids = excluded.source_message_ids, stale = false, updated_at = now()`,
           [conversation.id, agent.id, conversation.personId, summary, sources],
         );
+        return true;
       });
+      if (!wrote) continue;
       await mark(deps, conversation, 'summarized_until');
       written += 1;
     }

@@ -162,6 +162,11 @@ export async function replayCase(options: MirrorOptions, agent: Agent, mirrorCas
     reason = error.message;
   }
   return database.adminScope('mirror: record a run', async (tx) => {
+    // A case forgotten while it was replayed records no run: its answer and reason may repeat the words.
+    const current = await tx.query<{ text: string }>('select text from mirror_cases where id = $1 for update', [mirrorCase.id]);
+    if (current.rows[0] === undefined || current.rows[0].text === '') {
+      return { caseId: mirrorCase.id, verdict: 'error' as const, reason: 'the case was forgotten while it was replayed', streak: 0, status: mirrorCase.status };
+    }
     await tx.query(
       `insert into mirror_runs (case_id, agent_id, person_id, lessons_shown, answer, verdict, reason) values ($1, $2, $3, $4, $5, $6, $7)`,
       [mirrorCase.id, agent.id, mirrorCase.personId, JSON.stringify(lessons), answer.slice(0, 8000), verdict, reason.slice(0, 2000)],

@@ -1,5 +1,6 @@
 export { appendEvent, appendEvents, verifyAudit, type ChainReport, type MemoryEvent } from './audit.js';
 export * from './embedders/index.js';
+export { embedFacts, type EmbedFactsOptions, type EmbedFactsReport } from './embed-facts.js';
 export { ensureEmbeddingModel, writeEmbedding } from './embeddings.js';
 export { FactNotFoundError, FactStateError, RejectedStatementError, TombstonedError } from './errors.js';
 export { renderExport, type ExportFormat } from './export.js';

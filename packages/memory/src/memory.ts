@@ -2,6 +2,7 @@ import { isUuid, type Database, type Scope, type ScopedTransaction } from '@rost
 import { RosterError } from '@roster/errors';
 import { appendEvent } from './audit.js';
 import type { Embedder } from './embedders/index.js';
+import { embedFacts, type EmbedFactsOptions, type EmbedFactsReport } from './embed-facts.js';
 import { embedOne, ensureEmbeddingModel, writeEmbedding } from './embeddings.js';
 import { FactNotFoundError, FactStateError, RejectedStatementError, TombstonedError } from './errors.js';
 import { renderExport, type ExportFormat } from './export.js';
@@ -73,6 +74,8 @@ export interface Memory {
    */
   match(scope: Scope, request: string, options?: MatchOptions): Promise<FactMatch[]>;
   recordUse(scope: Scope, factIds: readonly string[], reason: UseReason, actor: Actor): Promise<number>;
+  /** Compute the vectors facts lack (the embed job); a fact forgotten meanwhile gets none. */
+  embedFacts(options?: EmbedFactsOptions): Promise<EmbedFactsReport>;
   export(scope: Scope, format: ExportFormat): Promise<string>;
 }
 
@@ -103,7 +106,7 @@ export function createMemory(options: MemoryOptions): Memory {
 
   async function storeVector(tx: ScopedTransaction, fact: Fact, vector: number[] | null): Promise<void> {
     if (vector !== null) {
-      await writeEmbedding(tx, fact, embedder.model, vector);
+      await writeEmbedding(tx, { ...fact, content: fact.content ?? '' }, embedder.model, vector);
       return;
     }
     await tx.query(
@@ -472,6 +475,10 @@ export function createMemory(options: MemoryOptions): Memory {
         for (const row of rows) await event(tx, actor, 'use', toFact(row), { reason });
         return rows.length;
       });
+    },
+
+    embedFacts(options) {
+      return embedFacts(database, embedder, options);
     },
 
     async export(scope, format) {
