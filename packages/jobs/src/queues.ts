@@ -30,12 +30,14 @@ export const payloadSchemas = {
 
 export type JobPayload<N extends JobName> = z.output<(typeof payloadSchemas)[N]>;
 
-/** Retries with backoff; completed jobs are kept a while so that a re-add with the same id is a no-op. */
+/** Retries with backoff; completed jobs are kept a while so that a re-add with the same id is a no-op; no stack is kept. */
 export const defaultJobOptions: JobsOptions = {
   attempts: 4,
   backoff: { type: 'exponential', delay: 2000 },
   removeOnComplete: { age: 7 * 24 * 3600, count: 10_000 },
   removeOnFail: { age: 30 * 24 * 3600 },
+  // A failed job keeps its reason (a code and a message Roster wrote), not a stack: the worker's log has that.
+  stackTraceLimit: 0,
 };
 
 export interface QueueSet {
