@@ -1,4 +1,3 @@
-import type { Logger } from '@roster/config';
 import { RosterError } from '@roster/errors';
 import { QueueEvents, UnrecoverableError, WaitingError, Worker, type ConnectionOptions, type Job } from 'bullmq';
 import { handlers, type JobDependencies } from './handlers.js';
