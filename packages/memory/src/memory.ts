@@ -40,7 +40,11 @@ export interface Memory {
   readonly embedder: Embedder;
   /** Register the embedder's model and index; call once before use. */
   prepare(): Promise<void>;
-  /** Remember a statement; one already believed now with the same words is returned instead (`created: false`). */
+  /**
+   * Remember a statement. The same words believed now are returned instead
+   * (`created: false`); words that held only until a change are recorded again
+   * when a person says them, and returned as that past version to a job or the model.
+   */
   remember(scope: Scope, input: RememberInput): Promise<{ fact: Fact; created: boolean }>;
   /**
    * "That was wrong": the current version is retracted (from now on it held at
@@ -289,15 +293,20 @@ export function createMemory(options: MemoryOptions): Memory {
       }
       const vector = await vectorFor(next.content);
       return database.withScope(scope, async (tx) => {
-        const duplicate = await tx.query<FactRow>(
-          `select ${factColumns} from facts f
+        // The same words as believed now, else as they held until a change (a restatement).
+        const known = await tx.query<FactRow & { believed_now: boolean }>(
+          `select ${factColumns}, (${believedNow('f')}) as believed_now from facts f
            where f.content_hash = $1 and f.audience = $2 and f.person_id is not distinct from $3
-             and f.trust = any($4) and ${believedNow('f')}
-           order by f.recorded_at desc limit 1`,
+             and f.trust = any($4) and f.superseded_at is null
+           order by believed_now desc, f.recorded_at desc limit 1`,
           [next.hash, audience, audience === 'agent' && scope.personId === null ? null : scope.personId, readableTrust],
         );
-        // Words believed now are not remembered twice; words that held only until a change are said again.
-        if (duplicate.rows[0] !== undefined) return { fact: toFact(duplicate.rows[0]), created: false };
+        const duplicate = known.rows[0];
+        // Words believed now are not remembered twice. Words that held only until a change are
+        // recorded again when a person says them; an automatic path (a job, the model by itself)
+        // re-reading old messages gets the past version back instead of reviving it.
+        const saidByPerson = input.provenance.actor.kind === 'person' || input.provenance.actor.kind === 'owner';
+        if (duplicate !== undefined && (duplicate.believed_now || !saidByPerson)) return { fact: toFact(duplicate), created: false };
         await admit(tx, next.content, next.hash, input.provenance);
         const fact = await insertFact(tx, { ...next, category, audience, trust: trustFor(input.provenance), provenance: input.provenance });
         await storeVector(tx, fact, vector);

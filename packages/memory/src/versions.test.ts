@@ -231,14 +231,18 @@ describe('a value can change back', () => {
     expect(again).toMatchObject({ created: false, fact: { id: back.fact.id } });
   });
 
-  it('remembers again words that held only until a change, and never stores twice words believed now', async () => {
+  it('remembers again words that held only until a change when a person says them, and never stores twice words believed now', async () => {
     const scope = f.dm('scout', 'ada');
     const ada = saidBy(f.people.ada);
     const rome = await memory.remember(scope, { content: 'I live in Rome', provenance: ada });
     await memory.update(scope, rome.fact.id, 'I live in Milan', ada);
     // Negative control: what is believed now is not stored twice.
     expect(await memory.remember(scope, { content: 'I live in Milan', provenance: ada })).toMatchObject({ created: false });
-    // "I live in Rome" is believed only until the change: said again, it is remembered again.
+    // "I live in Rome" held only until the change. A job re-reading old messages does not revive it…
+    const extracted = await memory.remember(scope, { content: 'I live in Rome', provenance: { actor: { kind: 'job', id: 'extract' } } });
+    expect(extracted).toMatchObject({ created: false, fact: { restates: rome.fact.id, content: 'I live in Rome' } });
+    expect(contents(await memory.list(scope))).toEqual(['I live in Milan']);
+    // …while the person saying it again is remembered again.
     const said = await memory.remember(scope, { content: 'I live in Rome', provenance: ada });
     expect(said.created).toBe(true);
     expect(contents(await memory.list(scope)).sort()).toEqual(['I live in Milan', 'I live in Rome']);
