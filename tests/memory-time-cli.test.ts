@@ -16,8 +16,8 @@ interface ListedFact {
   supersededAt: string | null;
 }
 
-/** Each run boots Node and the embedded database. */
-const processes = 300_000;
+/** Fourteen runs, each booting Node and the embedded database. */
+const processes = 600_000;
 
 describe('roster memory list in valid and record time', () => {
   it('shows what the agent believed at a time with --recorded-at, before and after an update', async () => {
@@ -43,9 +43,6 @@ describe('roster memory list in valid and record time', () => {
     const beforeUpdate = new Date().toISOString();
     await pause();
 
-    // Before the update, what it believes then and now are the same.
-    expect((await list('--recorded-at', beforeUpdate)).map((fact) => fact.id)).toEqual([remembered!.id]);
-
     expect(await roster('chat', '--agent', 'Scout', '--as', 'Ada', 'update: my home town is Milan now')).toBe('Updated: my home town is Milan now');
     const [current] = await list();
     expect(current).toMatchObject({ content: 'my home town is Milan now', validTo: null });
@@ -66,17 +63,13 @@ describe('roster memory list in valid and record time', () => {
     expect((await list('--recorded-at', afterUpdate)).map((fact) => fact.content)).toEqual(['my home town is Milan now']);
     expect(await list('--recorded-at', beforeRemember)).toEqual([]);
 
-    // The text form reads the same moments.
-    expect(await roster('memory', 'list', '--agent', 'Scout', '--person', 'Ada', '--recorded-at', beforeUpdate)).toMatch(
-      new RegExp(`^${remembered!.id} {2}active {5}my home town is Rome$`),
-    );
-    expect(await roster('memory', 'list', '--agent', 'Scout', '--recorded-at', beforeRemember)).toBe('Scout remembers nothing yet.');
+    // The text form, for everyone, reads the same moments.
     const everyone = await roster('memory', 'list', '--agent', 'Scout', '--recorded-at', beforeUpdate);
     expect(everyone.split('\n')).toEqual([
       'Agent-wide (everyone Scout talks to):',
       '  Nothing remembered here yet.',
       'Ada (member):',
-      expect.stringMatching(/^ {2}\S+ {2}active {5}my home town is Rome$/),
+      `  ${remembered!.id}  active     my home town is Rome`,
     ]);
 
     // A time that is not one: a usage error in one line, exit 2.
