@@ -142,12 +142,14 @@ const commands: Command[] = [
   },
   {
     path: ['memory', 'list'],
-    usage: 'roster memory list --agent N [--person P] [--valid-at TIME] [--json]',
+    usage: 'roster memory list --agent N [--person P] [--valid-at TIME] [--recorded-at TIME] [--json]',
     summary: 'What an agent remembers: about one person, or without --person about everyone, by person.',
     details: [
-      '--person P      only what it remembers about P (and what it knows agent-wide)',
-      '--valid-at TIME what was true at that time, as recorded now (like 2026-11-30T08:00:00Z)',
-      '--json          with --person: a list of facts; without: { agent, agentWide, people: [{ person, facts }] }',
+      '--person P         only what it remembers about P (and what it knows agent-wide)',
+      '--valid-at TIME    what was true at that time, as recorded now (like 2026-11-30T08:00:00Z)',
+      '--recorded-at TIME what it believed at that time: true then, or true at --valid-at',
+      '--json             with --person: a list of facts;',
+      '                   without: { agent, agentWide, people: [{ person, facts }] }',
     ],
     run: runMemoryList,
   },

@@ -75,7 +75,7 @@ export async function writeEmbedding(
   if (row === undefined || row.trust === 'forgotten' || row.content === '' || row.content !== fact.content) return false;
   await tx.query(
     `insert into fact_embeddings (fact_id, model, agent_id, person_id, audience, embedding, searchable)
-     select $1, $2, $3, $4, $5, $6::vector, (f.trust in ('candidate', 'active', 'verified') and f.valid_to is null)
+     select $1, $2, $3, $4, $5, $6::vector, (f.trust in ('candidate', 'active', 'verified') and f.valid_to is null and f.superseded_at is null)
      from facts f where f.id = $1
      on conflict (fact_id, model) do update set embedding = excluded.embedding, searchable = excluded.searchable, created_at = now()`,
     [fact.id, model, fact.agentId, fact.personId, fact.audience, toSql(vector)],

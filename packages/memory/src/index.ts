@@ -2,7 +2,7 @@ export { appendEvent, appendEvents, verifyAudit, type ChainReport, type MemoryEv
 export * from './embedders/index.js';
 export { embedFacts, type EmbedFactsOptions, type EmbedFactsReport } from './embed-facts.js';
 export { ensureEmbeddingModel, writeEmbedding } from './embeddings.js';
-export { FactNotFoundError, FactStateError, RejectedStatementError, TombstonedError } from './errors.js';
+export { FactNotCurrentError, FactNotFoundError, FactStateError, RejectedStatementError, TombstonedError } from './errors.js';
 export { renderExport, type ExportFormat } from './export.js';
 export { erasedPlaces, forgetPlaces, redisPlaces, type ForgetReach } from './forget-places.js';
 export { fade, fadeBatchStatement, protectedCategories, type FadeOptions, type FadeReport } from './fade.js';
@@ -12,3 +12,4 @@ export { containsSecret, redactSecrets } from './redact.js';
 export { anyWordQuery, defaultVectorWeight, hashingVectorWeight, ScopeSizeCache, searchFacts, type SearchOptions } from './search.js';
 export { contentHash, estimateJaccard, isNearDuplicate, maxTextLength, MemoryInputError, minhash, normalizeText, validateText } from './text.js';
 export * from './types.js';
+export { believedNow, isBelievedNow } from './versions.js';
