@@ -84,8 +84,6 @@ export interface Directory {
   /** The first owner created, or null: whom the owner's tools speak for when no person is named. */
   firstOwner(): Promise<Person | null>;
   personByName(name: string): Promise<Person>;
-  /** The person behind a channel handle, or null for a stranger. */
-  personByIdentity(channel: Channel, externalId: string): Promise<Person | null>;
   /** Tie a handle to a person directly (the owner's tool); a handle tied to someone else is refused. */
   linkIdentity(personId: string, channel: Channel, externalId: string, displayName?: string): Promise<void>;
   /** A new single-use code (8 characters, one hour); at most three pending per person. */
@@ -216,16 +214,6 @@ export function createDirectory(database: Database, options: { defaultEngine?: s
       }),
 
     personByName: (name) => database.adminScope('owner: find a person', (tx) => findPerson(tx, name)),
-
-    async personByIdentity(channel, externalId) {
-      return database.adminScope('core: resolve a sender', async (tx) => {
-        const { rows } = await tx.query<Person>(
-          `select p.id, p.name, p.role from identities i join people p on p.id = i.person_id where i.channel = $1 and i.external_id = $2`,
-          [channel, externalId],
-        );
-        return rows[0] ?? null;
-      });
-    },
 
     async linkIdentity(personId, channel, externalId, displayName) {
       await database.adminScope('owner: link a channel identity', (tx) => tieIdentity(tx, personId, channel, externalId, displayName));
