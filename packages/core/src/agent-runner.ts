@@ -94,6 +94,7 @@ export function createAgentRunner(options: AgentRunnerOptions): RunAgent {
         person: null,
         explicitRemember: false,
         depth: 1,
+        forgotten: context.forgotten,
       };
       const answer = await runAgent(colleague, colleagueContext, `${context.agent.name} asks: ${question}`, 'dm', {}, false);
       return { agent: colleague.name, answer: answer.text };

@@ -1,7 +1,7 @@
 import type { Logger } from '@roster/config';
 import { isUuid, type Database, type Scope } from '@roster/db';
 import { RosterError } from '@roster/errors';
-import { validateText } from '@roster/memory';
+import { normalizeText, validateText } from '@roster/memory';
 import type { RunAgent } from './agent-runner.js';
 import type { TurnContext } from './context.js';
 import type { Binding, ConversationRow, ConversationStore, Visibility } from './conversation-store.js';
@@ -141,7 +141,8 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
     // 6. Each agent, concurrently, in its own scope.
     const untrusted = inbound.quoted !== undefined;
     const explicitRemember = signals.some((signal) => signal.kind === 'remember');
-    const replies = await Promise.all(
+    const forgotten: string[] = [];
+    const answers = await Promise.all(
       agents.map(async (agent) => {
         const scope: Scope | null =
           person === null
@@ -157,6 +158,7 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
           untrusted,
           explicitRemember,
           depth: 0,
+          forgotten,
         };
         let answer: { text: string; toolCalls: EngineToolCall[] };
         try {
@@ -166,6 +168,16 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
           const reason = RosterError.isInstance(error) ? error.message : 'its engine failed';
           answer = { text: `${agent.name} could not answer: ${reason}`, toolCalls: [] };
         }
+        return { agent, scope, answer };
+      }),
+    );
+    // Replies are stored once every agent has answered, so that one that repeats words another agent forgot
+    // in this same turn is not kept after the forget erased the transcript.
+    const phrases = forgotten.map(normalizeText).filter((phrase) => phrase !== '');
+    const replies = await Promise.all(
+      answers.map(async ({ agent, scope, answer: given }) => {
+        const held = phrases.length > 0 && phrases.some((phrase) => ` ${normalizeText(given.text)} `.includes(` ${phrase} `));
+        const answer = held ? { ...given, text: `${agent.name}'s reply repeated words that were just forgotten; it is not kept.` } : given;
         const replyId = await conversations.storeReply(scope, { conversationId: conversation.id, agentId: agent.id, text: answer.text, visibility });
         // 7. Follow-up jobs, in the agent's scope, written with the turn.
         if (scope !== null) {
