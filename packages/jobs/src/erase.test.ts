@@ -1,4 +1,9 @@
-import type { Database, Scope } from '@roster/db';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { vector } from '@electric-sql/pglite-pgvector';
+import { migrate, openEmbeddedDatabase, type Database, type Scope } from '@roster/db';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
 import { createHashingEmbedder, createMemory, type Memory, type Provenance } from '@roster/memory';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -15,23 +20,6 @@ let database: Database;
 let memory: Memory;
 let ada: Scope;
 let bob: Scope;
-
-beforeEach(async () => {
-  test = await openTestDatabase();
-  database = test.database;
-  const ids = await database.adminScope('test: seed an agent and two people', async (tx) => {
-    const agent = await tx.query<{ id: string }>(`insert into agents (name, job) values ('Scout', 'finds things') returning id`);
-    const people = await tx.query<{ id: string; name: string }>(`insert into people (name, role) values ('Ada', 'owner'), ('Bob', 'member') returning id, name`);
-    return { agent: agent.rows[0]!.id, ada: people.rows.find((row) => row.name === 'Ada')!.id, bob: people.rows.find((row) => row.name === 'Bob')!.id };
-  });
-  ada = { agentId: ids.agent, personId: ids.ada, audience: 'private' };
-  bob = { agentId: ids.agent, personId: ids.bob, audience: 'private' };
-  memory = createMemory({ database, embedder: createHashingEmbedder() });
-  await memory.prepare();
-});
-afterEach(async () => {
-  await test.cleanup();
-});
 
 const said = (scope: Scope): Provenance => ({ actor: { kind: 'person', id: scope.personId! }, channel: 'cli', explicit: true });
 
@@ -58,6 +46,23 @@ async function fileOf(table: string): Promise<string> {
 }
 
 describe('the erase job', () => {
+  beforeEach(async () => {
+    test = await openTestDatabase();
+    database = test.database;
+    const ids = await database.adminScope('test: seed an agent and two people', async (tx) => {
+      const agent = await tx.query<{ id: string }>(`insert into agents (name, job) values ('Scout', 'finds things') returning id`);
+      const people = await tx.query<{ id: string; name: string }>(`insert into people (name, role) values ('Ada', 'owner'), ('Bob', 'member') returning id, name`);
+      return { agent: agent.rows[0]!.id, ada: people.rows.find((row) => row.name === 'Ada')!.id, bob: people.rows.find((row) => row.name === 'Bob')!.id };
+    });
+    ada = { agentId: ids.agent, personId: ids.ada, audience: 'private' };
+    bob = { agentId: ids.agent, personId: ids.bob, audience: 'private' };
+    memory = createMemory({ database, embedder: createHashingEmbedder() });
+    await memory.prepare();
+  });
+  afterEach(async () => {
+    await test.cleanup();
+  });
+
   it('is queued once for a burst of forgets, rewrites the tables they reached, and a forget after it queues the next', async () => {
     const cafe = await tell(ada, 'my favourite cafe is Zephyrquokka Roasters');
     const locker = await tell(ada, 'my locker is the one by the window');
@@ -106,5 +111,48 @@ describe('the erase job', () => {
   it('leaves alone a name that is not a table holding people’s words', async () => {
     const report = await eraseForgotten(database, { tables: ['facts', 'agents', 'no_such_table'] });
     expect(report).toMatchObject({ tables: ['facts'], ignored: ['agents', 'no_such_table'], queued: 0 });
+  });
+});
+
+describe('the erase job on a folder an earlier version wrote', () => {
+  it('passes every WAL segment that version recycled, and deletes each', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'roster-erase-'));
+    const pglite = path.join(dir, 'pglite');
+    try {
+      const first = await openEmbeddedDatabase(pglite);
+      await migrate(first);
+      await first.close();
+      // PGlite as an earlier version ran it: recycling WAL segments, so that old ones wait, renamed, ahead of the current one.
+      const earlier = await PGlite.create(pglite, { extensions: { vector } });
+      await earlier.exec('create table scratch (line text)');
+      for (let round = 0; round < 6; round += 1) {
+        await earlier.exec(`insert into scratch select 'Zephyrquokka ' || repeat('x', 300) from generate_series(1, 15000)`);
+        await earlier.exec('checkpoint');
+      }
+      await earlier.exec('drop table scratch');
+      await earlier.close();
+      const walDir = path.join(pglite, 'pg_wal');
+      const segments = () => fs.readdirSync(walDir).filter((name) => /^[0-9A-F]{24}$/.test(name)).sort();
+      const holding = () => segments().filter((name) => fs.readFileSync(path.join(walDir, name)).includes('Zephyrquokka'));
+      // Positive control: the words are in more than one segment (the current one, and old ones renamed ahead of it).
+      const before = segments();
+      expect(before.length).toBeGreaterThan(1);
+      expect(holding().length).toBeGreaterThan(1);
+
+      const database = await openEmbeddedDatabase(pglite);
+      let report;
+      try {
+        report = await eraseForgotten(database);
+      } finally {
+        await database.close();
+      }
+      expect(report.walSegmentsRemoved).toBe(before.length);
+      const after = segments();
+      expect(after).toHaveLength(1);
+      expect(before).not.toContain(after[0]);
+      expect(holding()).toEqual([]);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
