@@ -174,7 +174,7 @@ const commands: Command[] = [
     details: [
       '--all      with embed: re-embed every fact (after a model change)',
       '--timeout  seconds to wait (default 600)',
-      'erase      take forgotten words off the disk: rewrite every table that holds people\'s words',
+      'erase      take forgotten words off the disk, in every table that holds people\'s words',
     ],
     run: runJobsRun,
   },
