@@ -88,7 +88,7 @@ describe('roster start', () => {
     const queues = await fetch(`${address}/admin/queues/api/queues`);
     expect(queues.status).toBe(200);
     expect(((await queues.json()) as { queues: Array<{ name: string }> }).queues.map((queue) => queue.name).sort()).toEqual(
-      ['embed', 'episodes', 'extract', 'fade', 'harvest', 'mirror', 'review'],
+      ['embed', 'episodes', 'erase', 'extract', 'fade', 'harvest', 'mirror', 'review'],
     );
 
     expect(await roster.stop()).toBe(0);

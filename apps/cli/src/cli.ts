@@ -169,9 +169,13 @@ const commands: Command[] = [
   },
   {
     path: ['jobs', 'run'],
-    usage: 'roster jobs run <fade|harvest|mirror|review|extract|embed|episodes> [--agent NAME] [--all] [--wait] [--json]',
+    usage: 'roster jobs run <fade|harvest|mirror|review|extract|embed|episodes|erase> [--agent NAME] [--all] [--wait] [--json]',
     summary: 'Enqueue a job now; with --wait, print its result when a worker has run it.',
-    details: ['--all      with embed: re-embed every fact (after a model change)', '--timeout  seconds to wait (default 600)'],
+    details: [
+      '--all      with embed: re-embed every fact (after a model change)',
+      '--timeout  seconds to wait (default 600)',
+      'erase      take forgotten words off the disk, in every table that holds people\'s words',
+    ],
     run: runJobsRun,
   },
   {

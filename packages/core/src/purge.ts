@@ -6,7 +6,8 @@ import type { Directory } from './directory.js';
 /**
  * Purge an archived agent, after the owner typed its name: every fact is
  * forgotten in its own scope (tombstones and events as for any forget), then
- * roster_purge_agent erases the words of everything else the agent holds.
+ * roster_purge_agent erases the words of everything else the agent holds,
+ * and queues the erase job that takes them off the disk.
  */
 export async function purgeAgent(
   { database, memory, directory }: { database: Database; memory: Memory; directory: Directory },
@@ -39,6 +40,8 @@ export async function purgeAgent(
   const erased = await database.adminScope('owner: purge an agent', async (tx) => {
     const { rows } = await tx.query<{ counts: Record<string, number> }>('select roster_purge_agent($1) as counts', [agent.id]);
     const counts = rows[0]!.counts;
+    // The files too: the erase job rewrites the tables the purge reached (with the erase its forgets queued, if still pending).
+    await tx.query('select roster_queue_erase($1)', [Object.keys(counts)]);
     await appendEvent(tx, { agentId: agent.id, personId: null, actor: owner.actor, action: 'purge', targetKind: 'agent', targetId: agent.id, detail: { facts: forgotten, erased: counts } });
     return counts;
   });

@@ -1,6 +1,7 @@
 import type { Scope } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { contentHash, fade } from '@roster/memory';
+import { eraseForgotten } from './erase.js';
 import { canJudge, dueCases, noJudgeNotice, replayCase, type MirrorRunResult } from './mirror.js';
 import { reviewLessons } from './review.js';
 import { agentsOf, type JobDependencies, type JobRun } from './job-dependencies.js';
@@ -162,6 +163,15 @@ export const handlers: { [N in JobName]: Handler<N> } = {
       written += 1;
     }
     return { episodes: written };
+  },
+
+  async erase(deps, payload, run) {
+    const report = await eraseForgotten(deps.database, {
+      ...(payload.tables === undefined ? {} : { tables: payload.tables }),
+      ...(deps.logger === undefined ? {} : { logger: deps.logger }),
+      onProgress: (progress) => run.progress(progress),
+    });
+    return { ...report };
   },
 };
 

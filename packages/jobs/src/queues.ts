@@ -2,7 +2,7 @@ import { Queue, type ConnectionOptions, type JobsOptions, type RedisOptions } fr
 import { z } from 'zod';
 
 /** Every job Roster runs, one queue each, so that Bull Board shows them apart. */
-export const jobNames = ['fade', 'harvest', 'mirror', 'review', 'extract', 'embed', 'episodes'] as const;
+export const jobNames = ['fade', 'harvest', 'mirror', 'review', 'extract', 'embed', 'episodes', 'erase'] as const;
 export type JobName = (typeof jobNames)[number];
 
 const agentId = z.string().uuid();
@@ -26,6 +26,10 @@ export const payloadSchemas = {
   }),
   embed: z.object({ factId: z.string().uuid().optional(), model: z.string().optional(), all: z.boolean().optional(), agentId: agentId.optional() }),
   episodes: z.object({ agentId: agentId.optional(), conversationId: z.string().uuid().optional(), idleMinutes: z.number().min(0).max(10_080).optional() }),
+  erase: z.object({
+    /** The tables forgets reached (queued by a forget); without them (a run by hand), every table that holds people's words. */
+    tables: z.array(z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/)).max(100).optional(),
+  }),
 } satisfies Record<JobName, z.ZodType>;
 
 export type JobPayload<N extends JobName> = z.output<(typeof payloadSchemas)[N]>;

@@ -378,6 +378,8 @@ export function createMemory(options: MemoryOptions): Memory {
         const forgotten = await loadFact(tx, fact.id);
         const tombstoneId = tombstone.rows[0]!.id;
         const reach = erased.rows[0]?.counts ?? {};
+        // The files too: an erase job rewrites every table this forget reached (one pending erase, however many forgets).
+        await tx.query('select roster_queue_erase($1)', [['facts', 'fact_embeddings', ...Object.keys(reach)]]);
         const messagesErased = Number(reach['messages'] ?? 0);
         await event(tx, provenance.actor, 'forget', forgotten, { tombstone: tombstoneId, facts: ids, erased: reach });
         return { fact: forgotten, tombstoneId, messagesErased, erased: reach };
