@@ -101,8 +101,8 @@ async function databaseChecks(database: Database): Promise<Check[]> {
  */
 async function rolesCheck(database: Database): Promise<Check> {
   const state = await database.ownerScope('doctor: read the roles', async (tx) => {
-    const { rows } = await tx.query<{ owner: string; superuser: boolean; app: boolean; ops: boolean; app_set: boolean; ops_set: boolean; ops_usage: boolean; bypass: string[] }>(
-      `select current_user as owner,
+    const { rows } = await tx.query<{ version: number; owner: string; superuser: boolean; app: boolean; ops: boolean; app_set: boolean; ops_set: boolean; ops_usage: boolean; bypass: string[] }>(
+      `select current_setting('server_version_num')::int as version, current_user as owner,
               (select rolsuper from pg_roles where rolname = current_user) as superuser,
               exists (select 1 from pg_roles where rolname = 'roster_app') as app,
               exists (select 1 from pg_roles where rolname = 'roster_ops') as ops,
@@ -123,7 +123,12 @@ async function rolesCheck(database: Database): Promise<Check> {
     return {
       name: 'roles',
       status: 'fail',
-      detail: `${state.owner} cannot switch to the runtime roles: GRANT roster_app TO ${state.owner} WITH SET TRUE; GRANT roster_ops TO ${state.owner} WITH INHERIT TRUE, SET TRUE`,
+      // Postgres 16 split membership into INHERIT and SET options; before it, a plain GRANT gives both.
+      detail: `${state.owner} cannot switch to the runtime roles: ${
+        state.version >= 160000
+          ? `GRANT roster_app TO ${state.owner} WITH SET TRUE; GRANT roster_ops TO ${state.owner} WITH INHERIT TRUE, SET TRUE`
+          : `GRANT roster_app, roster_ops TO ${state.owner}; ALTER ROLE ${state.owner} INHERIT`
+      }`,
     };
   }
   return { name: 'roles', status: 'ok', detail: `owner ${state.owner}${state.superuser ? ' (a superuser: row-level security is not tried on it)' : ''}; roster_app and roster_ops` };
