@@ -61,8 +61,12 @@ export class ConversationStore {
       return rows[0];
     }
     if (sender.externalId === undefined) return null;
+    // A person who writes can be reached again: an earlier refusal to deliver (a block) is cleared.
     const { rows } = await tx.query<Person>(
-      'select p.id, p.name, p.role from identities i join people p on p.id = i.person_id where i.channel = $1 and i.external_id = $2',
+      `with sender as (
+         update identities set unreachable_at = null where channel = $1 and external_id = $2 and unreachable_at is not null returning person_id
+       )
+       select p.id, p.name, p.role from identities i join people p on p.id = i.person_id where i.channel = $1 and i.external_id = $2`,
       [channel, sender.externalId],
     );
     return rows[0] ?? null;
@@ -141,9 +145,17 @@ export class ConversationStore {
     );
   }
 
+  /** `/agent NAME`: the conversation talks to this agent alone from now on (team mode ends). */
   async switchAgent(conversationId: string, agentId: string): Promise<void> {
     await this.database.adminScope('core: switch the conversation’s agent', (tx) =>
-      tx.query('update conversations set agent_id = $2 where id = $1', [conversationId, agentId]),
+      tx.query(`update conversations set agent_id = $2, mode = 'solo' where id = $1`, [conversationId, agentId]),
+    );
+  }
+
+  /** `/team`: every active agent answers in this conversation from now on, until an `/agent NAME`. */
+  async switchToTeam(conversationId: string): Promise<void> {
+    await this.database.adminScope('core: switch the conversation to the team', (tx) =>
+      tx.query(`update conversations set mode = 'team' where id = $1`, [conversationId]),
     );
   }
 

@@ -31,7 +31,7 @@ export function createCore(options: CoreOptions): Core {
     memoryTokens: options.memoryTokens ?? 800,
     ...(log === undefined ? {} : { log }),
   });
-  const handleTurn = createTurnPipeline({ database, directory, conversations, learning, runAgent, ...(log === undefined ? {} : { log }) });
+  const handleTurn = createTurnPipeline({ database, memory, directory, conversations, learning, runAgent, ...(log === undefined ? {} : { log }) });
 
   const queues = new Map<string, Promise<unknown>>();
   function inOrder<T>(key: string, fn: () => Promise<T>): Promise<T> {

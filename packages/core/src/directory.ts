@@ -22,6 +22,18 @@ export interface Person {
 
 export type Channel = 'web' | 'cli' | 'telegram' | 'discord' | 'slack' | 'whatsapp';
 
+/** A bot account bound to one agent (or the whole wallet), with who may talk to it. */
+export interface ChannelBinding {
+  channel: Channel;
+  /** The bot account on that channel (`default` unless several bots share a channel). */
+  account: string;
+  /** The agent it serves; null: the whole wallet. */
+  agent: string | null;
+  policy: 'pairing' | 'allowlist' | 'open';
+  /** Handles let in under `allowlist`. */
+  allowlist: string[];
+}
+
 interface AgentRow {
   id: string;
   name: string;
@@ -84,6 +96,29 @@ export interface Directory {
   /** The first owner created, or null: whom the owner's tools speak for when no person is named. */
   firstOwner(): Promise<Person | null>;
   personByName(name: string): Promise<Person>;
+  /** The person a channel handle is tied to, or null for a stranger. */
+  personByIdentity(channel: Channel, externalId: string): Promise<Person | null>;
+  /**
+   * The owners' handles on a channel that can be reached: where the owner's
+   * pending approvals are pushed. A handle marked unreachable is left out
+   * until its person writes again.
+   */
+  ownerIdentities(channel: Channel): Promise<Array<{ person: Person; externalId: string }>>;
+  /**
+   * The platform refused to deliver to this handle (the person blocked the
+   * bot, left, was deactivated). Returns whether a handle was marked; a
+   * stranger's handle is not kept, so nothing is marked for one.
+   */
+  markUnreachable(channel: Channel, externalId: string): Promise<boolean>;
+  /**
+   * Bind a channel account to an agent (or the wallet) with an access policy:
+   * `pairing` (only linked people), `allowlist` (and these handles), `open`
+   * (strangers too, as guests: no memory, no tools). Replaces its earlier binding.
+   */
+  bindChannel(input: { channel: Channel; account?: string; agent?: string | null; policy?: ChannelBinding['policy']; allowlist?: string[] }): Promise<ChannelBinding>;
+  listBindings(): Promise<ChannelBinding[]>;
+  /** Remove a binding: the account pairs again, and talks to the wallet. Returns whether there was one. */
+  unbindChannel(channel: Channel, account?: string): Promise<boolean>;
   /** Tie a handle to a person directly (the owner's tool); a handle tied to someone else is refused. */
   linkIdentity(personId: string, channel: Channel, externalId: string, displayName?: string): Promise<void>;
   /** A new single-use code (8 characters, one hour); at most three pending per person. */
@@ -214,6 +249,67 @@ export function createDirectory(database: Database, options: { defaultEngine?: s
       }),
 
     personByName: (name) => database.adminScope('owner: find a person', (tx) => findPerson(tx, name)),
+
+    async bindChannel(input) {
+      const account = (input.account ?? 'default').trim();
+      if (!/^[A-Za-z0-9_.:-]{1,64}$/.test(account)) throw new InvalidInputError(`An account is 1 to 64 letters, digits, _ . : or -, got ${JSON.stringify(input.account)}.`);
+      const policy = input.policy ?? 'pairing';
+      if (!['pairing', 'allowlist', 'open'].includes(policy)) throw new InvalidInputError(`A policy is pairing, allowlist or open, got ${JSON.stringify(policy)}.`);
+      const allowlist = (input.allowlist ?? []).map((handle) => handle.trim()).filter((handle) => handle !== '');
+      return database.adminScope('owner: bind a channel', async (tx) => {
+        const agent = input.agent === undefined || input.agent === null ? null : await findAgent(tx, input.agent);
+        await tx.query(
+          `insert into channel_bindings (channel, account, agent_id, policy, allowlist) values ($1, $2, $3, $4, $5)
+           on conflict (channel, account) do update set agent_id = excluded.agent_id, policy = excluded.policy, allowlist = excluded.allowlist`,
+          [input.channel, account, agent?.id ?? null, policy, allowlist],
+        );
+        return { channel: input.channel, account, agent: agent?.name ?? null, policy, allowlist };
+      });
+    },
+
+    listBindings: () =>
+      database.adminScope('owner: list channel bindings', async (tx) => {
+        const { rows } = await tx.query<{ channel: Channel; account: string; agent: string | null; policy: ChannelBinding['policy']; allowlist: string[] }>(
+          'select b.channel, b.account, a.name as agent, b.policy, b.allowlist from channel_bindings b left join agents a on a.id = b.agent_id order by b.channel, b.account',
+        );
+        return rows;
+      }),
+
+    unbindChannel: (channel, account = 'default') =>
+      database.adminScope('owner: unbind a channel', async (tx) => {
+        // Conversations keep their history; they no longer point at the binding.
+        const binding = await tx.query<{ id: string }>('select id from channel_bindings where channel = $1 and account = $2', [channel, account]);
+        const id = binding.rows[0]?.id;
+        if (id === undefined) return false;
+        await tx.query('update conversations set binding_id = null where binding_id = $1', [id]);
+        const { rowCount } = await tx.query('delete from channel_bindings where id = $1', [id]);
+        return (rowCount ?? 0) > 0;
+      }),
+
+    personByIdentity: (channel, externalId) =>
+      database.adminScope('core: find the person of a channel handle', async (tx) => {
+        const { rows } = await tx.query<Person>(
+          'select p.id, p.name, p.role from identities i join people p on p.id = i.person_id where i.channel = $1 and i.external_id = $2',
+          [channel, externalId],
+        );
+        return rows[0] ?? null;
+      }),
+
+    ownerIdentities: (channel) =>
+      database.adminScope('core: find the owners on a channel', async (tx) => {
+        const { rows } = await tx.query<Person & { external_id: string }>(
+          `select p.id, p.name, p.role, i.external_id from identities i join people p on p.id = i.person_id
+           where i.channel = $1 and p.role = 'owner' and i.unreachable_at is null order by p.created_at, i.created_at`,
+          [channel],
+        );
+        return rows.map((row) => ({ person: { id: row.id, name: row.name, role: row.role }, externalId: row.external_id }));
+      }),
+
+    markUnreachable: (channel, externalId) =>
+      database.adminScope('core: mark a channel handle unreachable', async (tx) => {
+        const { rowCount } = await tx.query('update identities set unreachable_at = now() where channel = $1 and external_id = $2', [channel, externalId]);
+        return (rowCount ?? 0) > 0;
+      }),
 
     async linkIdentity(personId, channel, externalId, displayName) {
       await database.adminScope('owner: link a channel identity', (tx) => tieIdentity(tx, personId, channel, externalId, displayName));

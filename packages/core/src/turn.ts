@@ -1,8 +1,9 @@
 import type { Logger } from '@roster/config';
 import { isUuid, type Database, type Scope } from '@roster/db';
 import { RosterError } from '@roster/errors';
-import { normalizeText, validateText } from '@roster/memory';
+import { normalizeText, validateText, type Memory } from '@roster/memory';
 import type { RunAgent } from './agent-runner.js';
+import { pairingHint, parseCommand, runCommand } from './commands.js';
 import type { TurnContext } from './context.js';
 import type { Binding, ConversationRow, ConversationStore, Visibility } from './conversation-store.js';
 import type { Agent, Directory, Person } from './directory.js';
@@ -15,6 +16,7 @@ import { maxMessageLength, type InboundMessage, type TurnOptions, type TurnResul
 
 export interface TurnPipelineOptions {
   database: Database;
+  memory: Memory;
   directory: Directory;
   conversations: ConversationStore;
   learning: LearningEventStore;
@@ -28,7 +30,7 @@ export interface TurnPipelineOptions {
  * run each agent in its own scope, store replies, queue follow-up jobs.
  */
 export function createTurnPipeline(options: TurnPipelineOptions): (inbound: InboundMessage, turn: TurnOptions) => Promise<TurnResult> {
-  const { database, directory, conversations, learning, runAgent, log } = options;
+  const { database, memory, directory, conversations, learning, runAgent, log } = options;
 
   async function handleInOrder(inbound: InboundMessage, turn: TurnOptions): Promise<TurnResult> {
     let text: string;
@@ -51,7 +53,8 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
       const binding = await conversations.bindingFor(tx, inbound.channel, account);
       const person = await conversations.resolveSender(tx, inbound.channel, inbound.sender);
       const allowed = binding.policy === 'open' || (binding.policy === 'allowlist' && binding.allowlist.includes(inbound.sender.externalId ?? ''));
-      if (person === null && (linkCode !== undefined || local || !allowed)) return { binding, person, conversation: null, held: false };
+      // A link code is redeemed, never kept, whoever sends it.
+      if (linkCode !== undefined || (person === null && (local || !allowed))) return { binding, person, conversation: null, held: false };
       const conversation = await conversations.openConversation(tx, { channel: inbound.channel, externalId: inbound.conversation.externalId, kind: inbound.conversation.kind, binding, person });
       return { binding, person, conversation, held: await conversations.takeTurn(tx, conversation.id) };
     });
@@ -70,7 +73,7 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
       }
       await conversations.countRefused(inbound.channel, account);
       if (routed.binding.policy === 'allowlist') return { ...unkept, notice: null };
-      return { ...unkept, notice: "I don't know you yet. Ask the owner for a link code, then send /link CODE." };
+      return { ...unkept, notice: pairingHint(turn.commandPrefix) };
     }
 
     // The conversation's turn is this process's until the replies are stored.
@@ -103,6 +106,19 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
       await conversations.storeNotice(conversation.id, person?.id ?? null, words);
       return { ...base, duplicate: false, replies: [], notice: words, signals: [] };
     };
+
+    // The commands (/agents, /team, /memory, /forget …, /help): answered by Roster, never said to an agent.
+    const command = parseCommand(text);
+    if (command !== null) {
+      const answer = await runCommand(
+        { directory, memory, conversations },
+        { ...command, channel: inbound.channel, messageId: message.id, person, binding, conversation, turn },
+      );
+      if (answer.agentId !== null && conversation.kind === 'dm' && person !== null) await conversations.addressMessage(message.id, { agentId: answer.agentId, visibility: 'pair' });
+      if (answer.keep) return notice(answer.text);
+      // An answer that repeats memory is shown, never copied into the transcript.
+      return { ...base, duplicate: false, replies: [], notice: answer.text, signals: [] };
+    }
 
     // 4. Pick the agent(s).
     let body = text;

@@ -33,6 +33,11 @@ export interface TurnOptions {
   /** Streamed parts of each agent's reply. */
   onPart?: (agent: string, part: EnginePart) => void;
   signal?: AbortSignal;
+  /**
+   * How this door writes a command, for the answers that name one (default
+   * `/`; Slack keeps `/` for its own slash commands, so there it is `/roster `).
+   */
+  commandPrefix?: string;
 }
 
 export interface Reply {

@@ -1,0 +1,2 @@
+export { describeChannelConformance, until } from './suite.js';
+export type { ChannelHarness, Delivered, FakePlatform, PlatformMessage, PlatformUser, SendAttempt, SentRecord } from './harness.js';

@@ -1,0 +1,8 @@
+export type { ApprovalPress, ApprovalRequest, ChannelAdapter, ChannelCapabilities, ChannelEvent, ChannelStartOptions, ChannelTarget, SentMessage } from './adapter.js';
+export { rosterCommand, telegramCommand } from './commands.js';
+export { RecentDeliveries } from './dedupe.js';
+export { ChannelError, type ChannelFailure } from './errors.js';
+export { SenderRateLimit } from './rate-limit.js';
+export { retryRateLimited, type RetryOptions } from './retry.js';
+export { serveChannel, type ApprovalDesk, type ServeChannelOptions, type ServedChannel } from './serve.js';
+export { splitText } from './split.js';

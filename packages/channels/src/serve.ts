@@ -1,0 +1,262 @@
+import type { Logger } from '@roster/config';
+import type { Core, Person, TurnResult } from '@roster/core';
+import { RosterError } from '@roster/errors';
+import type { ApprovalPress, ApprovalRequest, ChannelAdapter, ChannelEvent, ChannelTarget } from './adapter.js';
+import { RecentDeliveries } from './dedupe.js';
+import { ChannelError } from './errors.js';
+import { SenderRateLimit } from './rate-limit.js';
+import { retryRateLimited } from './retry.js';
+import { splitText } from './split.js';
+
+/**
+ * Where approvals come from and where decisions go: the gateway gives the
+ * job system's lessons here, so that this package depends on the core alone.
+ */
+export interface ApprovalDesk {
+  /** What waits for a decision now. */
+  pending(): Promise<ApprovalRequest[]>;
+  /**
+   * Decide as this person. Throws a RosterError when refused (not an owner,
+   * decided already); resolves to what happened, in words.
+   */
+  decide(approvalId: string, decision: 'approve' | 'reject', person: Person): Promise<string>;
+}
+
+export interface ServeChannelOptions {
+  adapter: ChannelAdapter;
+  core: Core;
+  logger?: Logger;
+  /** Per sender: at most `messages` in any `windowMs` (default 20 a minute). */
+  rateLimit?: { messages: number; windowMs: number };
+  /** The owner's pending approvals, pushed to the owner's handles on this channel with buttons. */
+  approvals?: ApprovalDesk;
+  /** How often pending approvals are looked for (default a minute). */
+  approvalPollMs?: number;
+  /** Tries per message when the platform answers 429 (default 4), and the longest wait accepted (default 5 minutes). */
+  retry?: { attempts?: number; maxWaitMs?: number };
+}
+
+/** A channel being served: its adapter receiving, every answer going back through the same road. */
+export interface ServedChannel {
+  readonly adapter: ChannelAdapter;
+  /**
+   * Send a text of any length: split at the platform's limit on paragraph,
+   * line or sentence ends, each 429 waited out as asked, a person who cannot
+   * be reached marked so. Resolves to whether all of it was delivered; never throws.
+   */
+  send(target: ChannelTarget, text: string): Promise<boolean>;
+  /** Push the approvals not pushed yet to the owners' handles on this channel; resolves to how many messages went out. */
+  pushApprovals(): Promise<number>;
+  /** Resolves once every message taken so far has been handled and answered. */
+  settled(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+const typingEveryMs = 4000;
+const stopGraceMs = 10_000;
+const slowDown = 'You are writing faster than I can answer: wait a minute, then go on.';
+const cannotRead = (kinds: string): string => `I can only read text here, not ${kinds}: say it in words, please.`;
+const failedTurn = 'Something went wrong on Roster’s side and nothing was answered; try again in a moment.';
+
+/**
+ * Serve one channel through the core. Every platform message goes to
+ * `core.handle` and nowhere else: the core applies the access policy
+ * (a stranger gets at most the pairing hint), runs the commands and the
+ * agents, and stores what is kept. Around it, the same for every platform:
+ * a redelivery is handled once, a group message only when it is for the bot,
+ * a per-sender rate limit, a typing indicator for people already let in,
+ * replies split at the platform's limit, 429s retried after the time asked,
+ * and a person who blocked the bot marked unreachable without failing the turn.
+ */
+export async function serveChannel(options: ServeChannelOptions): Promise<ServedChannel> {
+  const { adapter, core } = options;
+  const log = options.logger?.child({ component: `gateway/${adapter.channel}`, account: adapter.account });
+  const deliveries = new RecentDeliveries();
+  const limit = new SenderRateLimit(options.rateLimit?.messages ?? 20, options.rateLimit?.windowMs ?? 60_000);
+  const warned = new SenderRateLimit(1, options.rateLimit?.windowMs ?? 60_000);
+  /** Handles the core let in lately: they get a typing indicator and a word when they write too fast. */
+  const known = new Set<string>();
+  const inFlight = new Set<Promise<void>>();
+  const pushed = new Set<string>();
+  const stopping = new AbortController();
+
+  async function send(target: ChannelTarget, text: string): Promise<boolean> {
+    for (const part of splitText(text, adapter.capabilities.textLimit)) {
+      if (!(await deliver(target, () => adapter.sendText(target, part)))) return false;
+    }
+    return true;
+  }
+
+  /** One platform call, 429s waited out; false when it did not go through. */
+  async function deliver(target: ChannelTarget, call: () => Promise<unknown>): Promise<boolean> {
+    try {
+      await retryRateLimited(call, {
+        ...options.retry,
+        signal: stopping.signal,
+        onWait: (waitMs, attempt) => log?.warn({ waitMs, attempt }, 'the platform asked to wait before sending again'),
+      });
+      return true;
+    } catch (error) {
+      if (ChannelError.isChannelError(error) && error.failure === 'unreachable') {
+        if (target.recipient !== undefined) {
+          const marked = await core.directory.markUnreachable(adapter.channel, target.recipient).catch((failure: unknown) => {
+            log?.error({ err: failure }, 'could not mark a handle unreachable');
+            return false;
+          });
+          known.delete(target.recipient);
+          log?.info({ marked }, 'the person cannot be reached on this channel; marked unreachable');
+        }
+        return false;
+      }
+      log?.warn({ err: error }, 'a message could not be sent');
+      return false;
+    }
+  }
+
+  function typing(target: ChannelTarget): () => void {
+    if (!adapter.capabilities.typing) return () => undefined;
+    const show = () => void adapter.sendTyping(target).catch((error: unknown) => log?.debug({ err: error }, 'typing indicator failed'));
+    show();
+    const timer = setInterval(show, typingEveryMs);
+    return () => clearInterval(timer);
+  }
+
+  async function answer(event: ChannelEvent, result: TurnResult): Promise<void> {
+    const texts: string[] = [];
+    if (result.notice !== null) texts.push(result.notice);
+    for (const reply of result.replies) texts.push(result.replies.length > 1 ? `${reply.agent}: ${reply.text}` : reply.text);
+    for (const text of texts) {
+      if (text.trim() === '') continue;
+      if (!(await send(event.target, text))) return;
+    }
+  }
+
+  async function handle(event: ChannelEvent): Promise<void> {
+    const inbound = event.inbound;
+    const sender = inbound.sender.externalId ?? '';
+    const command = inbound.text.trimStart().startsWith('/');
+    // In a group, only what is for the bot: a mention, a reply to it, a command.
+    if (inbound.conversation.kind === 'group' && !event.mentionsBot && !event.replyToBot && !command) return;
+    if (!limit.take(sender)) {
+      if (known.has(sender) && warned.take(sender)) await send(event.target, slowDown);
+      log?.debug('a message over the sender’s rate limit was dropped');
+      return;
+    }
+    if (inbound.text.trim() === '') {
+      // Only media: the core would have nothing to read. Say so to a person it knows; a stranger is told nothing.
+      if (event.media.length === 0) return;
+      const person = await core.directory.personByIdentity(adapter.channel, sender);
+      if (person !== null) await send(event.target, cannotRead(describeMedia(event.media)));
+      return;
+    }
+    const stopTyping = known.has(sender) ? typing(event.target) : () => undefined;
+    let result: TurnResult;
+    try {
+      result = await core.handle(inbound, { commandPrefix: adapter.capabilities.commandPrefix, signal: stopping.signal });
+    } catch (error) {
+      stopTyping();
+      log?.error({ err: error }, 'the turn failed');
+      await send(event.target, RosterError.isInstance(error) ? error.message : failedTurn);
+      return;
+    }
+    stopTyping();
+    if (result.duplicate) return;
+    if (result.person !== null) known.add(sender);
+    await answer(event, result);
+    if (event.media.length > 0 && result.person !== null) await send(event.target, cannotRead(describeMedia(event.media)));
+  }
+
+  async function onApprovalPress(press: ApprovalPress): Promise<{ text: string; decided: boolean }> {
+    if (options.approvals === undefined) return { text: 'Approvals are not taken on this channel.', decided: false };
+    const person = await core.directory.personByIdentity(adapter.channel, press.sender.externalId);
+    if (person === null || person.role !== 'owner') return { text: 'Only the owner decides on this; nothing changed.', decided: false };
+    try {
+      return { text: await options.approvals.decide(press.approvalId, press.decision, person), decided: true };
+    } catch (error) {
+      if (RosterError.isInstance(error)) return { text: error.message, decided: false };
+      log?.error({ err: error }, 'an approval decision failed');
+      return { text: failedTurn, decided: false };
+    }
+  }
+
+  /** One push at a time, so that two never send the same approval twice. */
+  let pushing: Promise<number> = Promise.resolve(0);
+  function pushApprovals(): Promise<number> {
+    const next = pushing.catch(() => 0).then(pushPending);
+    pushing = next;
+    return next;
+  }
+
+  async function pushPending(): Promise<number> {
+    if (options.approvals === undefined) return 0;
+    const pending = await options.approvals.pending();
+    if (pending.length === 0) return 0;
+    const owners = await core.directory.ownerIdentities(adapter.channel);
+    let sent = 0;
+    for (const approval of pending) {
+      for (const owner of owners) {
+        const key = `${approval.id}:${owner.externalId}`;
+        if (pushed.has(key)) continue;
+        const target: ChannelTarget = { chatId: owner.externalId, recipient: owner.externalId };
+        // The whole text, always: earlier parts as plain messages, the last one with the buttons.
+        const parts = splitText(`${approval.agent} proposes a lesson, to ride in every prompt it gets from now on:\n\n${approval.text}`, adapter.capabilities.textLimit);
+        let delivered = true;
+        for (const part of parts.slice(0, -1)) delivered &&= await deliver(target, () => adapter.sendText(target, part));
+        delivered &&= await deliver(target, () => adapter.sendApproval(target, { id: approval.id, text: parts.at(-1)! }));
+        if (delivered) {
+          pushed.add(key);
+          sent += parts.length;
+        }
+      }
+    }
+    return sent;
+  }
+
+  await adapter.start({
+    signal: stopping.signal,
+    onApprovalPress,
+    onMessage(event) {
+      if (!deliveries.first(`${adapter.channel}:${adapter.account}:${event.deliveryId}`)) {
+        log?.debug('a redelivered update was dropped');
+        return;
+      }
+      const work = handle(event)
+        .catch((error: unknown) => log?.error({ err: error }, 'a message could not be handled'))
+        .finally(() => inFlight.delete(work));
+      inFlight.add(work);
+    },
+  });
+
+  let poll: NodeJS.Timeout | undefined;
+  if (options.approvals !== undefined) {
+    const run = () => void pushApprovals().catch((error: unknown) => log?.error({ err: error }, 'pushing approvals failed'));
+    run();
+    poll = setInterval(run, options.approvalPollMs ?? 60_000);
+    poll.unref();
+  }
+  log?.info('channel served');
+
+  return {
+    adapter,
+    send,
+    pushApprovals,
+    async settled() {
+      while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+    },
+    async stop() {
+      if (poll !== undefined) clearInterval(poll);
+      await adapter.stop();
+      // Answers under way get a little while to finish; then waits (a 429's) and turns are cut short.
+      const grace = new Promise((resolve) => setTimeout(resolve, stopGraceMs).unref());
+      await Promise.race([Promise.allSettled([...inFlight]), grace]);
+      stopping.abort();
+      await Promise.allSettled([...inFlight, pushing]);
+      log?.info('channel stopped');
+    },
+  };
+}
+
+function describeMedia(media: ChannelEvent['media']): string {
+  const names: Record<ChannelEvent['media'][number], string> = { image: 'images', voice: 'voice notes', audio: 'audio', video: 'videos', file: 'files' };
+  return [...new Set(media.map((kind) => names[kind]))].join(' or ');
+}
