@@ -1,5 +1,9 @@
+import { serveChannel, type ChannelAdapter, type ServedChannel } from '@roster/channels';
+import { createTelegramAdapter } from '@roster/channel-telegram';
 import type { Config, Logger } from '@roster/config';
+import type { Core } from '@roster/core';
 import type { Database } from '@roster/db';
+import { createApprovalDesk } from '@roster/jobs';
 
 /** The channels Roster can serve, and the variable that enables each. */
 export const channels = [
@@ -11,7 +15,10 @@ export const channels = [
 
 export type ChannelName = (typeof channels)[number]['channel'];
 
-export type ChannelConfig = Pick<Config, 'TELEGRAM_BOT_TOKEN' | 'DISCORD_BOT_TOKEN' | 'SLACK_BOT_TOKEN' | 'SLACK_APP_TOKEN' | 'SLACK_SIGNING_SECRET' | 'WHATSAPP_ENABLED'>;
+export type ChannelConfig = Pick<
+  Config,
+  'TELEGRAM_BOT_TOKEN' | 'TELEGRAM_API_ROOT' | 'DISCORD_BOT_TOKEN' | 'SLACK_BOT_TOKEN' | 'SLACK_APP_TOKEN' | 'SLACK_SIGNING_SECRET' | 'SLACK_API_URL' | 'WHATSAPP_ENABLED'
+>;
 
 /** Each channel's state from the configuration: `configured`, `not configured`, or what is missing. */
 export function channelStatus(config: ChannelConfig): Array<{ channel: ChannelName; configured: boolean; detail: string }> {
@@ -28,7 +35,11 @@ export function channelStatus(config: ChannelConfig): Array<{ channel: ChannelNa
 export interface GatewayOptions {
   config: ChannelConfig;
   database: Database;
+  /** The conversation core every channel hands its messages to. */
+  core: Core;
   logger: Logger;
+  /** How often the owner's pending approvals are looked for (default a minute). */
+  approvalPollMs?: number;
 }
 
 export interface RunningGateway {
@@ -37,22 +48,60 @@ export interface RunningGateway {
   stop(): Promise<void>;
 }
 
+/** The adapter for a configured channel, or null when this version has none for it. */
+function adapterFor(channel: ChannelName, config: ChannelConfig, logger: Logger): ChannelAdapter | null {
+  switch (channel) {
+    case 'telegram':
+      return createTelegramAdapter({
+        token: config.TELEGRAM_BOT_TOKEN!,
+        ...(config.TELEGRAM_API_ROOT === undefined ? {} : { apiRoot: config.TELEGRAM_API_ROOT }),
+        logger,
+      });
+    default:
+      return null;
+  }
+}
+
 /**
- * The channel gateway: one adapter per configured channel, each handing
- * inbound messages to the conversation core. Adapters register here as the
- * channels land; a configured channel without an adapter is reported, not
- * silently dropped.
+ * The channel gateway: one adapter per configured channel, each served
+ * through the conversation core (`serveChannel`), with the owner's pending
+ * approvals pushed to the owner's handles. A configured channel without an
+ * adapter is reported, not silently dropped; one that fails to start stops
+ * the gateway with its reason, after stopping the others.
  */
 export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
   const log = options.logger.child({ component: 'gateway' });
   const configured = channelStatus(options.config).filter((status) => status.configured);
-  for (const status of configured) {
-    log.warn({ channel: status.channel }, 'channel is configured but this version of Roster has no adapter for it yet');
+  const approvals = createApprovalDesk(options.database, options.core.directory);
+  const served: Array<{ channel: ChannelName; served: ServedChannel }> = [];
+  try {
+    for (const status of configured) {
+      const adapter = adapterFor(status.channel, options.config, options.logger);
+      if (adapter === null) {
+        log.warn({ channel: status.channel }, 'channel is configured but this version of Roster has no adapter for it yet');
+        continue;
+      }
+      served.push({
+        channel: status.channel,
+        served: await serveChannel({
+          adapter,
+          core: options.core,
+          logger: options.logger,
+          approvals,
+          ...(options.approvalPollMs === undefined ? {} : { approvalPollMs: options.approvalPollMs }),
+        }),
+      });
+    }
+  } catch (error) {
+    await Promise.allSettled(served.map((entry) => entry.served.stop()));
+    throw error;
   }
-  log.info({ channels: [] }, 'gateway ready');
+  const names = served.map((entry) => entry.channel);
+  log.info({ channels: names }, 'gateway ready');
   return {
-    channels: [],
+    channels: names,
     async stop() {
+      await Promise.allSettled(served.map((entry) => entry.served.stop()));
       log.info('gateway stopped');
     },
   };

@@ -200,6 +200,11 @@ export const environment = {
     description: 'A Telegram bot token; the gateway serves Telegram when set.',
     secret: true,
   },
+  TELEGRAM_API_ROOT: {
+    schema: optionalUrl(['http:', 'https:']),
+    example: 'http://127.0.0.1:8081',
+    description: 'Another Telegram Bot API server (a self-hosted one). Unset: Telegram’s own, https://api.telegram.org.',
+  },
   DISCORD_BOT_TOKEN: {
     schema: optionalSecret(),
     example: 'MTA…',
@@ -223,6 +228,11 @@ export const environment = {
     example: '8f7…',
     description: 'Verifies Slack events delivered over HTTP.',
     secret: true,
+  },
+  SLACK_API_URL: {
+    schema: optionalUrl(['http:', 'https:']),
+    example: 'https://slack.com/api/',
+    description: 'Another Slack Web API root (a proxy). Unset: Slack’s own.',
   },
   WHATSAPP_ENABLED: {
     schema: z

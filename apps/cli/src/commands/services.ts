@@ -36,7 +36,7 @@ export async function runServices(args: string[], io: CommandIo, services: reado
       queues = own;
     }
     if (services.includes('gateway')) {
-      const gateway = await startGateway({ config, database, logger });
+      const gateway = await startGateway({ config, database, core: runtime.core, logger });
       stops.push(() => gateway.stop());
     }
     if (services.includes('server')) {

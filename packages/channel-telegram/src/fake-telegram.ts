@@ -1,0 +1,279 @@
+/**
+ * A local HTTP server that answers like the Telegram Bot API (getMe,
+ * deleteWebhook, getUpdates with long polling and offsets, sendMessage,
+ * sendChatAction, editMessageText, answerCallbackQuery), with the platform's
+ * failures on demand: a 429 with retry_after, a 403 from a person who
+ * blocked the bot. Test-only: excluded from the build.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Delivered, FakePlatform, PlatformMessage, PlatformUser, SendAttempt, SentRecord } from '@roster/channels/conformance';
+import { createTelegramAdapter } from './telegram-adapter.js';
+
+export const fakeBot = { id: 999_000, is_bot: true, first_name: 'Roster', username: 'roster_test_bot', can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false };
+const groupChat = { id: -1_001_234_567_890, type: 'supergroup', title: 'The team' };
+
+interface QueuedUpdate {
+  update: Record<string, unknown> & { update_id: number };
+  /** Resolved once the bot has taken it: returned by getUpdates, and the bot came back for more. */
+  taken: () => void;
+  returned: boolean;
+}
+
+export interface FakeTelegram extends FakePlatform {
+  readonly apiRoot: string;
+  readonly token: string;
+  /** Every Bot API method called, in order. */
+  readonly calls: string[];
+  /** Queue a raw update, as Telegram would; resolves once the bot has taken it. */
+  push(update: Record<string, unknown>): Promise<number>;
+}
+
+export async function startFakeTelegram(options: { token?: string } = {}): Promise<FakeTelegram> {
+  const token = options.token ?? '123456:TEST-token_abc';
+  let nextUpdate = 1;
+  let nextMessage = 1000;
+  const queue: QueuedUpdate[] = [];
+  const waiting = new Set<() => void>();
+  const calls: string[] = [];
+  const sent: SentRecord[] = [];
+  const attempts: SendAttempt[] = [];
+  const typing: string[] = [];
+  const pressAnswers: string[] = [];
+  const blocked = new Set<string>();
+  let rateLimitNext: number | null = null;
+
+  const wake = () => {
+    for (const resolve of waiting) resolve();
+    waiting.clear();
+  };
+
+  function push(update: Record<string, unknown>): Promise<number> {
+    const update_id = typeof update.update_id === 'number' ? update.update_id : nextUpdate++;
+    return new Promise((resolve) => {
+      queue.push({ update: { ...update, update_id }, taken: () => resolve(update_id), returned: false });
+      wake();
+    });
+  }
+
+  async function getUpdates(body: { offset?: number; timeout?: number; limit?: number }): Promise<unknown[]> {
+    // The bot came back: what it was given before is handled (telegraf awaits its handlers between
+    // polls) and confirmed by the new offset, so it leaves the queue. A redelivery is queued anew.
+    for (let index = queue.length - 1; index >= 0; index -= 1) {
+      const item = queue[index]!;
+      if (!item.returned) continue;
+      item.taken();
+      queue.splice(index, 1);
+    }
+    if (queue.length === 0) {
+      // Long polling: hold the call until an update arrives, but not long, so that stopping is quick.
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          waiting.delete(done);
+          resolve();
+        }, Math.min((body.timeout ?? 0) * 1000, 300));
+        const done = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        waiting.add(done);
+      });
+    }
+    const batch = queue.filter((entry) => !entry.returned).slice(0, body.limit ?? 100);
+    for (const item of batch) item.returned = true;
+    return batch.map((item) => item.update);
+  }
+
+  function refusal(chatId: string): { status: number; body: unknown } | null {
+    if (rateLimitNext !== null) {
+      const seconds = rateLimitNext;
+      rateLimitNext = null;
+      attempts.push({ chatId, at: Date.now(), outcome: 'rate-limited' });
+      return { status: 429, body: { ok: false, error_code: 429, description: `Too Many Requests: retry after ${seconds}`, parameters: { retry_after: seconds } } };
+    }
+    if (blocked.has(chatId)) {
+      attempts.push({ chatId, at: Date.now(), outcome: 'blocked' });
+      return { status: 403, body: { ok: false, error_code: 403, description: 'Forbidden: bot was blocked by the user' } };
+    }
+    return null;
+  }
+
+  async function answer(method: string, body: Record<string, unknown>): Promise<{ status: number; body: unknown }> {
+    const ok = (result: unknown) => ({ status: 200, body: { ok: true, result } });
+    switch (method) {
+      case 'getMe':
+        return ok(fakeBot);
+      case 'deleteWebhook':
+        return ok(true);
+      case 'getUpdates':
+        return ok(await getUpdates(body as { offset?: number; timeout?: number; limit?: number }));
+      case 'sendMessage': {
+        const chatId = String(body.chat_id);
+        const refused = refusal(chatId);
+        if (refused !== null) return refused;
+        const text = String(body.text ?? '');
+        if (text.length > 4096) return { status: 400, body: { ok: false, error_code: 400, description: 'Bad Request: message is too long' } };
+        const message_id = nextMessage++;
+        const markup = body.reply_markup as { inline_keyboard?: Array<Array<{ callback_data?: string }>> } | undefined;
+        const buttons = (markup?.inline_keyboard ?? []).flat().flatMap((button) => {
+          const match = /^roster:(approve|reject):(.+)$/.exec(button.callback_data ?? '');
+          return match === null ? [] : [{ approvalId: match[2]!, decision: match[1] as 'approve' | 'reject' }];
+        });
+        sent.push({ id: String(message_id), chatId, text, buttons, at: Date.now() });
+        attempts.push({ chatId, at: Date.now(), outcome: 'sent' });
+        return ok({ message_id, date: Math.floor(Date.now() / 1000), chat: { id: Number(chatId), type: Number(chatId) < 0 ? 'supergroup' : 'private' }, from: fakeBot, text });
+      }
+      case 'sendChatAction': {
+        const chatId = String(body.chat_id);
+        if (blocked.has(chatId)) return { status: 403, body: { ok: false, error_code: 403, description: 'Forbidden: bot was blocked by the user' } };
+        typing.push(chatId);
+        return ok(true);
+      }
+      case 'editMessageText': {
+        const record = sent.find((message) => message.id === String(body.message_id) && message.chatId === String(body.chat_id));
+        if (record === undefined) return { status: 400, body: { ok: false, error_code: 400, description: 'Bad Request: message to edit not found' } };
+        record.text = String(body.text ?? '');
+        const markup = body.reply_markup as { inline_keyboard?: unknown[] } | undefined;
+        if (markup !== undefined && (markup.inline_keyboard ?? []).length === 0) record.buttons = [];
+        return ok({ message_id: Number(record.id), date: Math.floor(Date.now() / 1000), chat: { id: Number(record.chatId), type: 'private' }, text: record.text });
+      }
+      case 'answerCallbackQuery':
+        pressAnswers.push(String(body.text ?? ''));
+        return ok(true);
+      default:
+        return { status: 404, body: { ok: false, error_code: 404, description: 'Not Found: method not found' } };
+    }
+  }
+
+  const server = http.createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const match = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec(request.url ?? '');
+      const reply = (status: number, body: unknown) => {
+        response.writeHead(status, { 'content-type': 'application/json' });
+        response.end(JSON.stringify(body));
+      };
+      if (match === null) return reply(404, { ok: false, error_code: 404, description: 'Not Found' });
+      if (match[1] !== token) return reply(401, { ok: false, error_code: 401, description: 'Unauthorized' });
+      const method = match[2]!;
+      calls.push(method);
+      let body: Record<string, unknown> = {};
+      try {
+        const raw = Buffer.concat(chunks).toString('utf8');
+        body = raw === '' ? {} : (JSON.parse(raw) as Record<string, unknown>);
+      } catch {
+        return reply(400, { ok: false, error_code: 400, description: 'Bad Request: invalid JSON' });
+      }
+      answer(method, body).then(
+        (result) => reply(result.status, result.body),
+        () => reply(500, { ok: false, error_code: 500, description: 'Internal Server Error' }),
+      );
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const apiRoot = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  const userOf = (user: PlatformUser) => ({ id: Number(user.id), is_bot: false, first_name: user.name.split(' ')[0], last_name: user.name.split(' ').slice(1).join(' ') || undefined });
+  const chatOf = (kind: 'dm' | 'group', user: PlatformUser) => (kind === 'dm' ? { id: Number(user.id), type: 'private', first_name: user.name } : groupChat);
+
+  function messageUpdate(message: PlatformMessage & { entities?: unknown[] }): { update: Record<string, unknown>; messageId: number; chatId: string } {
+    const message_id = nextMessage++;
+    let text = message.text;
+    const entities: unknown[] = [...(message.entities ?? [])];
+    if (message.mentionBot === true) {
+      const handle = `@${fakeBot.username}`;
+      text = `${handle} ${text}`;
+      entities.push({ type: 'mention', offset: 0, length: handle.length });
+    }
+    const chat = chatOf(message.chat, message.from);
+    const body: Record<string, unknown> = { message_id, date: Math.floor(Date.now() / 1000), chat, from: userOf(message.from) };
+    if (message.image === true) {
+      body.photo = [{ file_id: `photo-${message_id}`, file_unique_id: `u${message_id}`, width: 640, height: 480 }];
+      if (text !== '') body.caption = text;
+      if (entities.length > 0) body.caption_entities = entities;
+    } else {
+      body.text = text;
+      if (entities.length > 0) body.entities = entities;
+    }
+    if (message.replyTo !== undefined) {
+      body.reply_to_message = {
+        message_id: Number(message.replyTo.id),
+        date: Math.floor(Date.now() / 1000),
+        chat,
+        from: message.replyTo.fromBot ? fakeBot : userOf(message.from),
+        text: 'an earlier message',
+      };
+    }
+    return { update: { message: body }, messageId: message_id, chatId: String(chat.id) };
+  }
+
+  const deliveries = new Map<string, Record<string, unknown>>();
+  async function deliverUpdate(update: Record<string, unknown>, chatId: string, messageId: number): Promise<Delivered> {
+    const updateId = nextUpdate++;
+    const full = { ...update, update_id: updateId };
+    deliveries.set(String(updateId), full);
+    await push(full);
+    return { chatId, messageId: String(messageId), deliveryId: String(updateId) };
+  }
+
+  const fake: FakeTelegram = {
+    apiRoot,
+    token,
+    calls,
+    push,
+    adapter: createTelegramAdapter({ token, apiRoot }),
+    groupChatId: String(groupChat.id),
+    user: (n) => ({ id: String(5_000_000 + n), name: `Tess ${n}` }),
+    dmChatId: (user) => user.id,
+    async deliver(message) {
+      const { update, messageId, chatId } = messageUpdate(message);
+      return deliverUpdate(update, chatId, messageId);
+    },
+    async command(from, chat, words) {
+      const [name = '', ...rest] = words.split(' ');
+      const token = chat === 'group' ? `/${name}@${fakeBot.username}` : `/${name}`;
+      const text = [token, ...rest].join(' ');
+      const { update, messageId, chatId } = messageUpdate({ chat, from, text, entities: [{ type: 'bot_command', offset: 0, length: token.length }] });
+      return deliverUpdate(update, chatId, messageId);
+    },
+    async redeliver(delivered) {
+      const update = deliveries.get(delivered.deliveryId);
+      if (update === undefined) throw new Error(`no delivery ${delivered.deliveryId}`);
+      // Telegram sends an update again when the bot did not confirm it (a restart, a lost answer).
+      await push(update);
+    },
+    async press(from, record, decision) {
+      const approvalId = record.buttons[0]?.approvalId ?? '';
+      await push({
+        callback_query: {
+          id: `cb-${nextUpdate}`,
+          from: userOf(from),
+          chat_instance: 'ci-1',
+          data: `roster:${decision}:${approvalId}`,
+          message: { message_id: Number(record.id), date: Math.floor(record.at / 1000), chat: { id: Number(record.chatId), type: 'private' }, from: fakeBot, text: record.text },
+        },
+      });
+    },
+    pressAnswers: () => [...pressAnswers],
+    sent: () => sent.map((record) => ({ ...record })),
+    attempts: () => [...attempts],
+    typing: () => [...typing],
+    rateLimitNextSend(seconds) {
+      rateLimitNext = seconds;
+    },
+    block(user) {
+      blocked.add(user.id);
+    },
+    unblock(user) {
+      blocked.delete(user.id);
+    },
+    async close() {
+      wake();
+      for (const item of queue) item.taken();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+  return fake;
+}

@@ -1,0 +1,1 @@
+export { createTelegramAdapter, telegramTextLimit, toChannelError, type TelegramAdapterOptions } from './telegram-adapter.js';

@@ -1,0 +1,227 @@
+import type { Logger } from '@roster/config';
+import { ChannelError, telegramCommand, type ChannelAdapter, type ChannelEvent, type ChannelStartOptions, type ChannelTarget } from '@roster/channels';
+import { Telegraf, TelegramError } from 'telegraf';
+import type { CallbackQuery, Message, MessageEntity, Update, UserFromGetMe } from 'telegraf/types';
+
+export interface TelegramAdapterOptions {
+  /** The bot's token from BotFather. Never logged. */
+  token: string;
+  /** The bot account's name in Roster's bindings (default `default`). */
+  account?: string;
+  /** Another Bot API server (a self-hosted one; TELEGRAM_API_ROOT); Telegram's own by default. */
+  apiRoot?: string;
+  logger?: Logger;
+}
+
+/** Telegram's longest text message, in UTF-16 code units. */
+export const telegramTextLimit = 4096;
+
+const approvalData = /^roster:(approve|reject):([0-9a-f-]{36})$/;
+
+/**
+ * The Telegram adapter, on telegraf with long polling. One-to-one chats are
+ * always for the bot; in groups, a message is for it when it @mentions the
+ * bot, replies to the bot, or is a command. Text goes out plain (no parse
+ * mode), so nothing needs escaping. Approvals carry an inline keyboard.
+ */
+export function createTelegramAdapter(options: TelegramAdapterOptions): ChannelAdapter {
+  const account = options.account ?? 'default';
+  const log = options.logger?.child({ component: 'gateway/telegram', account });
+  // The Bot API path is resolved against the root: keep its own path (a proxy's prefix) by ending it with /.
+  const apiRoot = options.apiRoot === undefined ? undefined : options.apiRoot.endsWith('/') ? options.apiRoot : `${options.apiRoot}/`;
+  const bot = new Telegraf(options.token, { telegram: apiRoot === undefined ? {} : { apiRoot } });
+  let me: UserFromGetMe | undefined;
+  let polling: Promise<void> | undefined;
+
+  /** A Bot API call, its failure said in Roster's terms (never with the text that was sent). */
+  async function call<T>(what: string, run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (error) {
+      throw toChannelError(what, error);
+    }
+  }
+
+  function conversationId(chatId: number): string {
+    return account === 'default' ? String(chatId) : `${account}:${chatId}`;
+  }
+
+  function toEvent(update: Update.MessageUpdate): ChannelEvent | null {
+    const message = update.message;
+    const from = message.from;
+    if (from === undefined || from.is_bot || me === undefined) return null;
+    const chat = message.chat;
+    const kind = chat.type === 'private' ? 'dm' : 'group';
+    const raw = 'text' in message ? message.text : 'caption' in message ? (message.caption ?? '') : '';
+    const entities: MessageEntity[] = ('entities' in message ? message.entities : 'caption_entities' in message ? message.caption_entities : undefined) ?? [];
+    const handle = `@${me.username}`;
+    let mentionsBot = entities.some(
+      (entity) =>
+        (entity.type === 'mention' && raw.slice(entity.offset, entity.offset + entity.length).toLowerCase() === handle.toLowerCase()) ||
+        (entity.type === 'text_mention' && entity.user.id === me!.id),
+    );
+    let text = raw;
+    if (mentionsBot) text = withoutHandle(text, handle);
+    const command = telegramCommand(text, me.username);
+    if (command.forAnotherBot) return null;
+    mentionsBot ||= command.namesBot;
+    text = command.text;
+    const reply = 'reply_to_message' in message ? message.reply_to_message : undefined;
+    const media: ChannelEvent['media'] = [];
+    if ('photo' in message) media.push('image');
+    if ('voice' in message) media.push('voice');
+    if ('audio' in message) media.push('audio');
+    if ('video' in message || 'video_note' in message) media.push('video');
+    if ('document' in message) media.push('file');
+    const displayName = [from.first_name, from.last_name].filter((part) => part !== undefined && part !== '').join(' ') || from.username;
+    const target: ChannelTarget = { chatId: String(chat.id) };
+    if (kind === 'group') target.replyTo = String(message.message_id);
+    else target.recipient = String(from.id);
+    return {
+      inbound: {
+        channel: 'telegram',
+        account,
+        conversation: { externalId: conversationId(chat.id), kind },
+        sender: { externalId: String(from.id), ...(displayName === undefined ? {} : { displayName }) },
+        externalMessageId: String(message.message_id),
+        text,
+      },
+      mentionsBot,
+      replyTo: reply === undefined ? null : String(reply.message_id),
+      replyToBot: reply?.from?.id === me.id,
+      media,
+      target,
+      deliveryId: String(update.update_id),
+    };
+  }
+
+  async function onCallback(start: ChannelStartOptions, query: CallbackQuery): Promise<void> {
+    const data = 'data' in query ? approvalData.exec(query.data) : null;
+    if (data === null || query.message === undefined) {
+      await call('answerCallbackQuery', () => bot.telegram.answerCbQuery(query.id));
+      return;
+    }
+    const chatId = String(query.message.chat.id);
+    const messageId = String(query.message.message_id);
+    const displayName = [query.from.first_name, query.from.last_name].filter((part) => part !== undefined && part !== '').join(' ');
+    const result = await start.onApprovalPress({
+      approvalId: data[2]!,
+      decision: data[1] as 'approve' | 'reject',
+      sender: { externalId: String(query.from.id), ...(displayName === '' ? {} : { displayName }) },
+      target: { chatId },
+    });
+    // A toast holds 200 characters; the whole answer goes under the approval once decided.
+    await call('answerCallbackQuery', () => bot.telegram.answerCbQuery(query.id, result.text.slice(0, 200)));
+    if (result.decided) {
+      const shown = 'text' in query.message ? query.message.text : '';
+      const text = `${shown}\n\n${result.text}`;
+      await call('editMessageText', () =>
+        bot.telegram.editMessageText(chatId, Number(messageId), undefined, text.length <= telegramTextLimit ? text : result.text, { reply_markup: { inline_keyboard: [] } }),
+      );
+    }
+  }
+
+  return {
+    channel: 'telegram',
+    account,
+    capabilities: { threads: false, buttons: true, media: false, typing: true, textLimit: telegramTextLimit, commandPrefix: '/' },
+
+    async start(start) {
+      bot.on('message', (context) => {
+        const event = toEvent(context.update as Update.MessageUpdate);
+        if (event !== null) start.onMessage(event);
+      });
+      bot.on('callback_query', (context) => onCallback(start, context.callbackQuery));
+      bot.catch((error) => log?.error({ err: safeError(error) }, 'a Telegram update could not be handled'));
+      me = await call('getMe', () => bot.telegram.getMe());
+      bot.botInfo = me;
+      // Long polling needs no webhook; launch removes one left by another setup, then polls until stopped.
+      polling = bot.launch({ allowedUpdates: ['message', 'callback_query'] }).catch((error: unknown) => {
+        log?.error({ err: safeError(error) }, 'Telegram polling stopped: check TELEGRAM_BOT_TOKEN, and that no other process polls this bot');
+      });
+      log?.info({ bot: me.username }, 'Telegram bot receiving (long polling)');
+    },
+
+    async stop() {
+      if (polling === undefined) return;
+      bot.stop('roster stops');
+      await polling;
+      polling = undefined;
+    },
+
+    async sendText(target, text) {
+      const sent = await call('sendMessage', () =>
+        bot.telegram.sendMessage(target.chatId, text, {
+          link_preview_options: { is_disabled: true },
+          ...(target.replyTo === undefined ? {} : { reply_parameters: { message_id: Number(target.replyTo), allow_sending_without_reply: true } }),
+        }),
+      );
+      return { id: String(sent.message_id) };
+    },
+
+    async editText(target, messageId, text) {
+      await call('editMessageText', () => bot.telegram.editMessageText(target.chatId, Number(messageId), undefined, text, { link_preview_options: { is_disabled: true } }));
+    },
+
+    async sendApproval(target, approval) {
+      const sent = await call('sendMessage', () =>
+        bot.telegram.sendMessage(target.chatId, approval.text, {
+          reply_markup: {
+            inline_keyboard: [
+              [
+                { text: 'Approve', callback_data: `roster:approve:${approval.id}` },
+                { text: 'Reject', callback_data: `roster:reject:${approval.id}` },
+              ],
+            ],
+          },
+        }),
+      );
+      return { id: String(sent.message_id) };
+    },
+
+    async sendTyping(target) {
+      await call('sendChatAction', () => bot.telegram.sendChatAction(target.chatId, 'typing'));
+    },
+  };
+}
+
+/** The bot's @handle taken out of a message (it addresses the bot; the words are the rest). */
+function withoutHandle(text: string, handle: string): string {
+  const escaped = handle.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return text
+    .replace(new RegExp(`(^|\\s)${escaped}(?![A-Za-z0-9_])[,:]?`, 'giu'), '$1')
+    .replace(/[ \t]{2,}/g, ' ')
+    .trim();
+}
+
+/**
+ * A Bot API failure in Roster's terms: 429 waits as asked; a person who
+ * blocked the bot, was deactivated, or a chat that is gone cannot be reached;
+ * a 5xx or a network failure may be tried again.
+ */
+export function toChannelError(what: string, error: unknown): ChannelError {
+  if (error instanceof TelegramError) {
+    const description = error.description ?? '';
+    if (error.code === 429) {
+      const seconds = error.parameters?.retry_after ?? 1;
+      return new ChannelError('rate-limited', `Telegram asked to wait ${seconds} s before the next ${what}.`, { retryAfterMs: seconds * 1000 });
+    }
+    if (error.code === 403 || (error.code === 400 && /chat not found|user not found|PEER_ID_INVALID/i.test(description))) {
+      return new ChannelError('unreachable', `Telegram cannot deliver to this chat (${what}): ${description}.`);
+    }
+    if (error.code === 401 || error.code === 404) {
+      return new ChannelError('failed', `Telegram refused the bot token (${what}): check TELEGRAM_BOT_TOKEN.`);
+    }
+    return new ChannelError('failed', `Telegram's ${what} failed: ${error.code} ${description}.`, { retryable: error.code >= 500 });
+  }
+  const name = error instanceof Error ? error.name : 'Error';
+  return new ChannelError('failed', `Telegram's ${what} could not be reached (${name}); check TELEGRAM_API_ROOT and the network.`, { retryable: true });
+}
+
+/** What of an error may be logged: never the payload telegraf keeps (the text sent) or the token in a URL. */
+function safeError(error: unknown): { name: string; message: string } {
+  if (ChannelError.isChannelError(error)) return { name: error.name, message: error.message };
+  if (error instanceof TelegramError) return { name: 'TelegramError', message: `${error.code}: ${error.description}` };
+  const message = error instanceof Error ? error.message.replace(/bot\d+:[A-Za-z0-9_-]+/g, 'bot[redacted]') : String(error);
+  return { name: error instanceof Error ? error.name : 'Error', message };
+}

@@ -1,0 +1,4 @@
+import { describeChannelConformance } from '@roster/channels/conformance';
+import { startFakeTelegram } from './fake-telegram.js';
+
+describeChannelConformance('telegram', { start: () => startFakeTelegram() });
