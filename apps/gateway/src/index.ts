@@ -1,4 +1,5 @@
 import { serveChannel, type ChannelAdapter, type ServedChannel } from '@roster/channels';
+import { createSlackAdapter } from '@roster/channel-slack';
 import { createTelegramAdapter } from '@roster/channel-telegram';
 import type { Config, Logger } from '@roster/config';
 import type { Core } from '@roster/core';
@@ -17,7 +18,16 @@ export type ChannelName = (typeof channels)[number]['channel'];
 
 export type ChannelConfig = Pick<
   Config,
-  'TELEGRAM_BOT_TOKEN' | 'TELEGRAM_API_ROOT' | 'DISCORD_BOT_TOKEN' | 'SLACK_BOT_TOKEN' | 'SLACK_APP_TOKEN' | 'SLACK_SIGNING_SECRET' | 'SLACK_API_URL' | 'WHATSAPP_ENABLED'
+  | 'TELEGRAM_BOT_TOKEN'
+  | 'TELEGRAM_API_ROOT'
+  | 'DISCORD_BOT_TOKEN'
+  | 'SLACK_BOT_TOKEN'
+  | 'SLACK_APP_TOKEN'
+  | 'SLACK_SIGNING_SECRET'
+  | 'SLACK_API_URL'
+  | 'SLACK_EVENTS_PORT'
+  | 'HOST'
+  | 'WHATSAPP_ENABLED'
 >;
 
 /** Each channel's state from the configuration: `configured`, `not configured`, or what is missing. */
@@ -55,6 +65,15 @@ function adapterFor(channel: ChannelName, config: ChannelConfig, logger: Logger)
       return createTelegramAdapter({
         token: config.TELEGRAM_BOT_TOKEN!,
         ...(config.TELEGRAM_API_ROOT === undefined ? {} : { apiRoot: config.TELEGRAM_API_ROOT }),
+        logger,
+      });
+    case 'slack':
+      return createSlackAdapter({
+        botToken: config.SLACK_BOT_TOKEN!,
+        ...(config.SLACK_APP_TOKEN === undefined ? {} : { appToken: config.SLACK_APP_TOKEN }),
+        ...(config.SLACK_SIGNING_SECRET === undefined ? {} : { signingSecret: config.SLACK_SIGNING_SECRET }),
+        ...(config.SLACK_API_URL === undefined ? {} : { apiUrl: config.SLACK_API_URL }),
+        http: { port: config.SLACK_EVENTS_PORT, host: config.HOST },
         logger,
       });
     default:

@@ -31,6 +31,11 @@ export interface ChannelTarget {
   /** The platform message being answered (quoted under the answer in a group). */
   replyTo?: string;
   /**
+   * Show the answer to this handle alone, where the platform can (Slack's
+   * ephemeral messages: a command's answer in a channel).
+   */
+  visibleTo?: string;
+  /**
    * The handle of the person the answer is for. When the platform refuses to
    * deliver to them (blocked, gone), this handle is marked unreachable.
    */

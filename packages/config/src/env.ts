@@ -229,6 +229,11 @@ export const environment = {
     description: 'Verifies Slack events delivered over HTTP.',
     secret: true,
   },
+  SLACK_EVENTS_PORT: {
+    schema: port.default(8421),
+    example: '8421',
+    description: 'Where the gateway listens for Slack events over HTTP (POST /slack/events, on HOST), when SLACK_SIGNING_SECRET is set and SLACK_APP_TOKEN is not.',
+  },
   SLACK_API_URL: {
     schema: optionalUrl(['http:', 'https:']),
     example: 'https://slack.com/api/',

@@ -1,0 +1,1 @@
+export { createSlackAdapter, slackBlockLimit, slackEventsPath, slackTextLimit, toChannelError, toMrkdwn, type SlackAdapter, type SlackAdapterOptions } from './slack-adapter.js';
