@@ -23,19 +23,24 @@ export function splitText(text: string, limit: number): string[] {
 function cutPoint(text: string, limit: number): number {
   const window = text.slice(0, limit + 1);
   const half = Math.floor(limit / 2);
-  const last = (pattern: RegExp): number => {
+  // A cut before whitespace (dropped at the cut) may fall at the limit itself; one after punctuation keeps the punctuation.
+  const last = (pattern: RegExp, at: 'start' | 'end'): number => {
     let found = -1;
     for (const match of window.matchAll(pattern)) {
-      const end = match.index + match[0].length;
-      if (end <= limit) found = end;
+      const cut = at === 'start' ? match.index : match.index + match[0].length;
+      if (cut > 0 && cut <= limit) found = cut;
     }
     return found;
   };
-  for (const pattern of [/\n\s*\n/g, /\n/g, /[.!?…。！？](?:["'”’)\]]*)(?=\s)/gu]) {
-    const end = last(pattern);
-    if (end >= half) return end;
+  for (const [pattern, at] of [
+    [/\n\s*\n/g, 'start'],
+    [/\n/g, 'start'],
+    [/[.!?…。！？](?:["'”’)\]]*)(?=\s)/gu, 'end'],
+  ] as const) {
+    const cut = last(pattern, at);
+    if (cut >= half) return cut;
   }
-  const space = last(/\s+/g);
+  const space = last(/\s+/g, 'start');
   if (space > 0) return space;
   // No boundary at all: cut hard, but not between the halves of a surrogate pair.
   const code = text.charCodeAt(limit - 1);

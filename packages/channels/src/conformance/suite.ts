@@ -365,6 +365,23 @@ export function describeChannelConformance(name: string, harness: ChannelHarness
       expect(await served!.pushApprovals()).toBe(0);
     });
 
+    it('holds each sender to the rate limit: one word to a person it knows, nothing more to a stranger', async () => {
+      await serve({ rateLimit: { messages: 2, windowMs: 60_000 } });
+      const { user } = await linked();
+      for (const topic of ['tea', 'coffee', 'water', 'juice']) await say(user, `what do you know about ${topic}?`);
+      expect(sentTo(platform.dmChatId(user)).map((message) => message.text)).toEqual([
+        "I don't know anything about tea yet.",
+        "I don't know anything about coffee yet.",
+        'You are writing faster than I can answer: wait a minute, then go on.',
+      ]);
+      const other = stranger();
+      for (const topic of ['tea', 'coffee', 'water']) await say(other, `what do you know about ${topic}?`);
+      expect(sentTo(platform.dmChatId(other)).map((message) => message.text)).toEqual([pairingHint(prefix()), pairingHint(prefix())]);
+      // One sender's limit holds no one else up.
+      const { user: third } = await linked();
+      expect((await say(third, 'what do you know about tea?')).map((message) => message.text)).toEqual(["I don't know anything about tea yet."]);
+    });
+
     it('shows typing to a person it knows while the agents answer, where the platform can', async () => {
       await serve();
       const { user } = await linked();
