@@ -1,6 +1,7 @@
 import { ConfigError, RosterError, UsageError } from '@roster/errors';
 import { runAgentAdd, runAgentArchive, runAgentList, runAgentPurge, runAgentRename, runAgentRestore, runPersonAdd, runPersonLinkCode, runPersonList } from './commands/agents.js';
 import { runAuditVerify } from './commands/audit.js';
+import { runChannelAdd, runChannelList, runChannelRemove } from './commands/channels.js';
 import { runChat } from './commands/chat.js';
 import { runApprovals, runJobsRun, runLessons, runMirrorReport } from './commands/jobs.js';
 import { runMemoryForget, runMemoryHistory, runMemoryList } from './commands/memory.js';
@@ -123,8 +124,35 @@ const commands: Command[] = [
     path: ['person', 'link-code'],
     usage: 'roster person link-code NAME',
     summary: 'A single-use code (one hour) that ties a channel handle to the person.',
-    details: ['The person sends /link CODE from Telegram, Discord, Slack or WhatsApp.'],
+    details: ['The person sends /link CODE on Telegram, /roster link CODE on Slack.'],
     run: runPersonLinkCode,
+  },
+  {
+    path: ['channel', 'add'],
+    usage: 'roster channel add telegram|slack [--account A] [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE]…',
+    summary: 'Bind a channel to an agent (or the whole wallet) with who may talk to it.',
+    details: [
+      '--agent NAME   the agent it talks to (default: the whole wallet; people pick with /agent)',
+      '--policy P     pairing (default: linked people only), allowlist (and --allow handles), open (strangers as guests)',
+      '--allow HANDLE a platform handle let in under allowlist; repeat for more',
+      '--account A    a second bot on the same channel (default: default)',
+      'Tokens come from the environment (TELEGRAM_BOT_TOKEN, SLACK_BOT_TOKEN, …); roster doctor checks them.',
+    ],
+    run: runChannelAdd,
+  },
+  {
+    path: ['channel', 'list'],
+    usage: 'roster channel list [--json]',
+    summary: 'The channels: configured or not, and their bindings.',
+    details: [],
+    run: runChannelList,
+  },
+  {
+    path: ['channel', 'remove'],
+    usage: 'roster channel remove telegram|slack [--account A]',
+    summary: 'Remove a channel’s binding: it pairs again and talks to the wallet.',
+    details: [],
+    run: runChannelRemove,
   },
   {
     path: ['chat'],

@@ -1,6 +1,6 @@
 import { serveChannel, type ChannelAdapter, type ServedChannel } from '@roster/channels';
-import { createSlackAdapter } from '@roster/channel-slack';
-import { createTelegramAdapter } from '@roster/channel-telegram';
+import { checkSlackToken, createSlackAdapter } from '@roster/channel-slack';
+import { checkTelegramToken, createTelegramAdapter } from '@roster/channel-telegram';
 import type { Config, Logger } from '@roster/config';
 import type { Core } from '@roster/core';
 import type { Database } from '@roster/db';
@@ -40,6 +40,40 @@ export function channelStatus(config: ChannelConfig): Array<{ channel: ChannelNa
     }
     return { channel, configured, detail: configured ? 'configured' : `not configured (set ${enabledBy})` };
   });
+}
+
+/** A channel as `roster doctor` reports it. */
+export interface ChannelCheck {
+  channel: ChannelName;
+  status: 'ok' | 'fail' | 'off';
+  detail: string;
+}
+
+/**
+ * Each channel checked against its platform: a configured token is tried
+ * (Telegram's getMe, Slack's auth.test) and called ok only when the platform
+ * takes it; a channel this version cannot serve says so.
+ */
+export async function checkChannels(config: ChannelConfig, options: { timeoutMs?: number } = {}): Promise<ChannelCheck[]> {
+  return Promise.all(
+    channelStatus(config).map(async ({ channel, configured, detail }): Promise<ChannelCheck> => {
+      if (!configured) return { channel, status: detail.startsWith('not configured') ? 'off' : 'fail', detail };
+      const timeout = options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs };
+      switch (channel) {
+        case 'telegram': {
+          const check = await checkTelegramToken({ token: config.TELEGRAM_BOT_TOKEN!, ...(config.TELEGRAM_API_ROOT === undefined ? {} : { apiRoot: config.TELEGRAM_API_ROOT }), ...timeout });
+          return { channel, status: check.ok ? 'ok' : 'fail', detail: check.ok ? `${check.detail}; long polling` : check.detail };
+        }
+        case 'slack': {
+          const check = await checkSlackToken({ botToken: config.SLACK_BOT_TOKEN!, ...(config.SLACK_API_URL === undefined ? {} : { apiUrl: config.SLACK_API_URL }), ...timeout });
+          const mode = config.SLACK_APP_TOKEN !== undefined ? 'Socket Mode' : `events over HTTP at http://${config.HOST}:${config.SLACK_EVENTS_PORT}/slack/events`;
+          return { channel, status: check.ok ? 'ok' : 'fail', detail: check.ok ? `${check.detail}; ${mode}` : check.detail };
+        }
+        default:
+          return { channel, status: 'fail', detail: `configured, but this version of Roster has no ${channel} adapter, so nothing serves it` };
+      }
+    }),
+  );
 }
 
 export interface GatewayOptions {

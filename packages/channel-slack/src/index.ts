@@ -1,1 +1,1 @@
-export { createSlackAdapter, slackBlockLimit, slackEventsPath, slackTextLimit, toChannelError, toMrkdwn, type SlackAdapter, type SlackAdapterOptions } from './slack-adapter.js';
+export { checkSlackToken, createSlackAdapter, slackBlockLimit, slackEventsPath, slackTextLimit, toChannelError, toMrkdwn, type SlackAdapter, type SlackAdapterOptions } from './slack-adapter.js';

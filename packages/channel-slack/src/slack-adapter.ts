@@ -2,7 +2,7 @@ import type { RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger as RosterLogger } from '@roster/config';
 import { ChannelError, rosterCommand, splitText, type ChannelAdapter, type ChannelEvent, type ChannelStartOptions, type ChannelTarget } from '@roster/channels';
-import { App, HTTPReceiver, LogLevel, SocketModeReceiver, type Logger as BoltLogger } from '@slack/bolt';
+import { App, HTTPReceiver, LogLevel, SocketModeReceiver, webApi, type Logger as BoltLogger } from '@slack/bolt';
 
 export interface SlackAdapterOptions {
   /** The bot token (`xoxb-…`). Never logged. */
@@ -381,4 +381,25 @@ function boltLogger(log: RosterLogger | undefined): BoltLogger {
     getLevel: () => level,
     setName: () => undefined,
   };
+}
+
+/**
+ * Whether Slack takes this bot token: `auth.test` against the Web API root,
+ * within `timeoutMs` (default 5 s), and that it is a bot's. Says why not.
+ */
+export async function checkSlackToken(options: { botToken: string; apiUrl?: string; timeoutMs?: number }): Promise<{ ok: boolean; detail: string }> {
+  const client = new webApi.WebClient(options.botToken, {
+    ...(options.apiUrl === undefined ? {} : { slackApiUrl: options.apiUrl.endsWith('/') ? options.apiUrl : `${options.apiUrl}/` }),
+    timeout: options.timeoutMs ?? 5000,
+    retryConfig: { retries: 0 },
+    rejectRateLimitedCalls: true,
+    logger: boltLogger(undefined),
+  });
+  try {
+    const auth = await client.auth.test();
+    if (auth.bot_id === undefined) return { ok: false, detail: 'the token is not a bot token: SLACK_BOT_TOKEN must start with xoxb-' };
+    return { ok: true, detail: `token accepted: ${auth.user ?? auth.user_id} in ${auth.team ?? auth.team_id}` };
+  } catch (error) {
+    return { ok: false, detail: toChannelError('auth.test', error).message };
+  }
 }

@@ -1,1 +1,1 @@
-export { createTelegramAdapter, telegramTextLimit, toChannelError, type TelegramAdapterOptions } from './telegram-adapter.js';
+export { checkTelegramToken, createTelegramAdapter, telegramTextLimit, toChannelError, type TelegramAdapterOptions } from './telegram-adapter.js';

@@ -1,6 +1,6 @@
 import type { Logger } from '@roster/config';
 import { ChannelError, telegramCommand, type ChannelAdapter, type ChannelEvent, type ChannelStartOptions, type ChannelTarget } from '@roster/channels';
-import { Telegraf, TelegramError } from 'telegraf';
+import { Telegraf, Telegram, TelegramError } from 'telegraf';
 import type { CallbackQuery, Message, MessageEntity, Update, UserFromGetMe } from 'telegraf/types';
 
 export interface TelegramAdapterOptions {
@@ -224,4 +224,23 @@ function safeError(error: unknown): { name: string; message: string } {
   if (error instanceof TelegramError) return { name: 'TelegramError', message: `${error.code}: ${error.description}` };
   const message = error instanceof Error ? error.message.replace(/bot\d+:[A-Za-z0-9_-]+/g, 'bot[redacted]') : String(error);
   return { name: error instanceof Error ? error.name : 'Error', message };
+}
+
+/**
+ * Whether Telegram takes this token: `getMe` against the Bot API root, within
+ * `timeoutMs` (default 5 s). Says why not in words an operator can act on.
+ */
+export async function checkTelegramToken(options: { token: string; apiRoot?: string; timeoutMs?: number }): Promise<{ ok: boolean; detail: string }> {
+  const apiRoot = options.apiRoot === undefined ? undefined : options.apiRoot.endsWith('/') ? options.apiRoot : `${options.apiRoot}/`;
+  const telegram = new Telegram(options.token, apiRoot === undefined ? {} : { apiRoot });
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), options.timeoutMs ?? 5000);
+  try {
+    const me = (await telegram.callApi('getMe', {}, { signal: controller.signal as never })) as UserFromGetMe;
+    return { ok: true, detail: `token accepted: @${me.username}${options.apiRoot === undefined ? '' : ` at ${options.apiRoot}`}` };
+  } catch (error) {
+    return { ok: false, detail: toChannelError('getMe', error).message };
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -1,7 +1,7 @@
 import { isLoopbackUrl, redactUrl, type Config } from '@roster/config';
 import { compareVersions, loadMigrations, minimumPgvector, openDatabase, type Database } from '@roster/db';
 import { RosterError } from '@roster/errors';
-import { channelStatus } from '@roster/gateway';
+import { checkChannels } from '@roster/gateway';
 import { noJudgeNotice } from '@roster/jobs';
 import { redisStatus } from '@roster/redis';
 import type { CommandIo } from '../io.js';
@@ -47,10 +47,8 @@ export async function runDoctor(args: string[], io: CommandIo): Promise<number> 
   checks.push(await modelCheck('engine', config.ROSTER_ENGINE, config));
   checks.push(await judgeCheck(config));
   checks.push(await modelCheck('embedder', config.ROSTER_EMBEDDER, config));
-  for (const channel of channelStatus(config)) {
-    const misconfigured = !channel.configured && !channel.detail.startsWith('not configured');
-    checks.push({ name: channel.channel, status: channel.configured ? 'ok' : misconfigured ? 'fail' : 'off', detail: channel.detail });
-  }
+  // A configured token is tried against its platform: ok only when the platform takes it.
+  for (const channel of await checkChannels(config)) checks.push({ name: channel.channel, status: channel.status, detail: channel.detail });
 
   if (values.json === true) io.out(JSON.stringify({ ok: checks.every((c) => c.status !== 'fail'), checks }));
   else {

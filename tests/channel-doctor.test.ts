@@ -1,0 +1,56 @@
+import fs from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startFakeSlack } from '../packages/channel-slack/src/fake-slack.js';
+import { startFakeTelegram } from '../packages/channel-telegram/src/fake-telegram.js';
+import { runRoster, tempDataDir } from './support/roster-process.js';
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+function dataDir(): string {
+  const dir = tempDataDir();
+  cleanups.push(async () => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+describe('roster doctor, channels', () => {
+  it('calls a channel ok only when its platform takes the token, and says why not otherwise', async () => {
+    const telegram = await startFakeTelegram();
+    cleanups.push(() => telegram.close());
+    const slack = await startFakeSlack();
+    cleanups.push(() => slack.close());
+    const dir = dataDir();
+    expect((await runRoster(['migrate'], { ROSTER_DATA_DIR: dir })).code).toBe(0);
+    const base = { ROSTER_DATA_DIR: dir, TELEGRAM_API_ROOT: telegram.apiRoot, SLACK_API_URL: slack.apiUrl, SLACK_SIGNING_SECRET: slack.signingSecret };
+    const channels = (stdout: string) =>
+      Object.fromEntries(
+        (JSON.parse(stdout) as { checks: Array<{ name: string; status: string; detail: string }> }).checks
+          .filter((check) => ['telegram', 'slack', 'discord'].includes(check.name))
+          .map((check) => [check.name, `${check.status}: ${check.detail}`]),
+      );
+
+    const good = await runRoster(['doctor', '--json'], { ...base, TELEGRAM_BOT_TOKEN: telegram.token, SLACK_BOT_TOKEN: slack.botToken });
+    expect(good.code, good.stdout).toBe(0);
+    expect(channels(good.stdout)).toEqual({
+      telegram: `ok: token accepted: @roster_test_bot at ${telegram.apiRoot}; long polling`,
+      slack: 'ok: token accepted: roster in The team; events over HTTP at http://127.0.0.1:8421/slack/events',
+      discord: 'off: not configured (set DISCORD_BOT_TOKEN)',
+    });
+    expect(telegram.calls).toEqual(['getMe']);
+    expect(slack.calls).toEqual(['auth.test']);
+
+    const bad = await runRoster(['doctor', '--json'], { ...base, TELEGRAM_BOT_TOKEN: '123456:wrong', SLACK_BOT_TOKEN: 'xoxb-wrong', DISCORD_BOT_TOKEN: 'MTA-x' });
+    expect(bad.code).toBe(1);
+    expect(channels(bad.stdout)).toEqual({
+      telegram: 'fail: Telegram refused the bot token (getMe): check TELEGRAM_BOT_TOKEN.',
+      slack: 'fail: Slack refused the bot token (auth.test: invalid_auth): check SLACK_BOT_TOKEN.',
+      discord: 'fail: configured, but this version of Roster has no discord adapter, so nothing serves it',
+    });
+    // No secret is printed, right or wrong.
+    for (const secret of [telegram.token, slack.botToken, slack.signingSecret, '123456:wrong', 'xoxb-wrong']) {
+      expect(good.stdout + good.stderr + bad.stdout + bad.stderr).not.toContain(secret);
+    }
+  });
+});
