@@ -90,7 +90,8 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
     new SocketModeReceiver({
       appToken: options.appToken!,
       logger,
-      ...(options.apiUrl === undefined ? {} : { clientOptions: { slackApiUrl: clientOptions.slackApiUrl! } }),
+      // apps.connections.open goes to the same Web API root (Bolt takes it from the installer's options).
+      ...(options.apiUrl === undefined ? {} : { installerOptions: { clientOptions: { slackApiUrl: clientOptions.slackApiUrl! } } }),
     });
   const app = new App({ token: options.botToken, receiver, logger, clientOptions, deferInitialization: true });
   const client = app.client;
@@ -152,7 +153,9 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
   function listen(start: ChannelStartOptions): void {
     app.event('app_mention', async ({ event, body }) => {
       const mention = event as unknown as SlackMessageEvent;
-      const handed = toEvent(mention, eventId(body), mention.channel.startsWith('D') ? 'dm' : 'group', true);
+      // In a one-to-one conversation the same message comes as message.im, taken below.
+      if (mention.channel.startsWith('D')) return;
+      const handed = toEvent(mention, eventId(body), 'group', true);
       if (handed !== null) start.onMessage(handed);
     });
     app.event('message', async ({ event, body }) => {
