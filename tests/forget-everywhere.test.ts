@@ -99,7 +99,7 @@ describe('forget, after the whole learning loop', () => {
     await loop.run('review', { agentId: loop.ids.scout });
     const pending = await listApprovals(loop.test.database, { agentId: loop.ids.scout, status: 'pending' });
     expect(pending.map((approval) => approval.text)).toEqual(['My locker is behind the pistachio bakery on the corner.']);
-    await approveLesson(loop.test.database, pending[0]!.id, { kind: 'person', personId: loop.ids.ada });
+    await approveLesson(loop.test.database, loop.roster.memory.audit, pending[0]!.id, { kind: 'person', personId: loop.ids.ada });
 
     const before = await scanDatabase(loop.test.database);
     // Positive control: the words are in the transcript, the facts, the index, the signals, the case, the run, the approval and the lesson.

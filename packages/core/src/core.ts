@@ -1,7 +1,7 @@
 import type { Logger } from '@roster/config';
 import { isUuid, type Database, type Scope, type Transaction } from '@roster/db';
 import { RosterError } from '@roster/errors';
-import { appendEvent, maxTextLength, redactSecrets, validateText, type Memory, type SearchResult } from '@roster/memory';
+import { maxTextLength, redactSecrets, validateText, type Memory, type SearchResult } from '@roster/memory';
 import { runInTurn, type TurnContext } from './context.js';
 import { agentNameSource, createDirectory, type Agent, type Channel, type Directory, type Person } from './directory.js';
 import type { Engine, EnginePart, EngineToolCall } from './engine.js';
@@ -403,7 +403,7 @@ export function createCore(options: CoreOptions): Core {
     const erased = await database.adminScope('owner: purge an agent', async (tx) => {
       const { rows } = await tx.query<{ counts: Record<string, number> }>('select roster_purge_agent($1) as counts', [agent.id]);
       const counts = rows[0]!.counts;
-      await appendEvent(tx, { agentId: agent.id, personId: null, actor: owner.actor, action: 'purge', targetKind: 'agent', targetId: agent.id, detail: { facts: forgotten, erased: counts } });
+      await memory.audit.append(tx, { agentId: agent.id, personId: null, actor: owner.actor, action: 'purge', targetKind: 'agent', targetId: agent.id, detail: { facts: forgotten, erased: counts } });
       return counts;
     });
     return { facts: forgotten, erased };
