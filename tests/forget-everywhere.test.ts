@@ -158,7 +158,7 @@ describe('agent purge, after the whole learning loop', () => {
     await loop.run('review', { agentId: loop.ids.coder });
     const pending = await listApprovals(loop.test.database, { agentId: loop.ids.coder, status: 'pending' });
     expect(pending).toHaveLength(1);
-    await approveLesson(loop.test.database, pending[0]!.id, { kind: 'person', personId: loop.ids.ada });
+    await approveLesson(loop.test.database, loop.roster.memory.audit, pending[0]!.id, { kind: 'person', personId: loop.ids.ada });
     await loop.run('episodes', { agentId: loop.ids.coder, idleMinutes: 0 });
 
     // Positive control: Coder's words are in the transcript, the facts, the loop's tables and the episode.
