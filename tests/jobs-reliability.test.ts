@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseConfig } from '@roster/config';
-import { testInstallationKey } from '@roster/config/testing';
+import { testInstallationKey, testSecretKey } from '@roster/config/testing';
 import { migrate, openEmbeddedDatabase, type Database } from '@roster/db';
 import { openTestDatabase } from '@roster/db/testing';
 import { connectionFromUrl, createQueues, jobNames, relayOutbox, type QueueSet, type RelayReport } from '@roster/jobs';
@@ -260,7 +260,8 @@ async function fadeFixture() {
     for (const name of jobNames) await queues.queues[name].obliterate({ force: true });
     await queues.close();
   });
-  const env = { ROSTER_DATA_DIR: dir, ROSTER_QUEUE_PREFIX: prefix, ROSTER_JOB_LOCK_SECONDS: '2', REDIS_URL: redisUrl };
+  // The workers hold the key the test wrote memory with.
+  const env = { ROSTER_DATA_DIR: dir, ROSTER_QUEUE_PREFIX: prefix, ROSTER_JOB_LOCK_SECONDS: '2', REDIS_URL: redisUrl, ROSTER_SECRET_KEY: testSecretKey };
   const startWorker = async () => {
     const worker = startRoster(['worker'], env);
     cleanups.push(async () => {
