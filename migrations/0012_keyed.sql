@@ -37,7 +37,8 @@ update facts set content_hash = '' where trust = 'forgotten' and content_hash <>
 -- The audit chain. Events so far were hashed in SQL with plain SHA-256
 -- (hash_kind 'sha256'); from now on Roster appends events whose hash it
 -- computed with the installation key ('hmac-sha256'), linked to the last
--- unkeyed one.
+-- unkeyed one. The first process with the key seals each chain from before
+-- with a keyed event (audit-keyed); after that no chain may end unkeyed.
 -- ---------------------------------------------------------------------------
 -- Events of remember, correct and update held the unkeyed SHA-256 of the
 -- fact's words (content_sha256), which outlived a forget. They lose it, and

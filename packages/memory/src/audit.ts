@@ -20,7 +20,8 @@ import type { Actor } from './types.js';
 export interface MemoryEvent {
   agentId: string;
   personId: string | null;
-  actor: Actor;
+  /** `system`: Roster itself (sealing a chain from before keying). */
+  actor: Actor | { kind: 'system'; id?: string };
   action: string;
   targetKind: 'fact' | 'tombstone' | 'lesson' | 'agent' | 'approval' | 'mirror_case';
   targetId: string | null;
@@ -71,6 +72,13 @@ export interface AuditLog {
   appendMany(tx: Transaction, events: readonly MemoryEvent[]): Promise<number>;
   /** Every chain's head (or one agent's), for an operator to keep elsewhere. */
   heads(agentId?: string): Promise<ChainHead[]>;
+  /**
+   * Append one keyed event (`audit-keyed`) to every chain that ends with an
+   * event from before keying, and return how many. From then on no chain may
+   * end unkeyed, so a chain its owner rewrote the unkeyed way (the only way
+   * open without the key) shows. `memory.prepare` calls it.
+   */
+  seal(): Promise<number>;
   /** Recompute every chain (or one agent's) and name the first broken link. */
   verify(options?: VerifyOptions): Promise<ChainReport[]>;
 }
@@ -224,6 +232,7 @@ export function createAuditLog(options: { database: Database; key: InstallationK
     const fail = (seq: number, id: string | null, problem: string): ChainReport => ({ ...report, ok: false, broken: { seq, id, problem } });
     let previous: string | null = null;
     let keyed = false;
+    let lastId: string | null = null;
     let after = 0;
     for (;;) {
       const { rows } = await tx.query<EventRow>(
@@ -275,10 +284,14 @@ export function createAuditLog(options: { database: Database; key: InstallationK
           return fail(seq, row.id, 'its hash is not the expected head: the chain was rewritten');
         }
         previous = row.hash;
+        lastId = row.id;
         report.head = { seq, hash: row.hash };
       }
       if (rows.length < verifyPage) break;
       after = report.events;
+    }
+    if (!keyed && report.events > 0) {
+      return fail(report.events, lastId, 'the chain ends with an unkeyed event: Roster seals every chain with a keyed one, so it was rewritten');
     }
     if (expected !== undefined && report.events < expected.seq) {
       return fail(expected.seq, null, `the chain ends at event ${report.events}, before the expected head at event ${expected.seq}: events were removed`);
@@ -306,6 +319,35 @@ export function createAuditLog(options: { database: Database; key: InstallationK
           [agentId ?? null],
         );
         return rows.map((row) => ({ agentId: row.agent_id, seq: Number(row.seq), hash: row.hash }));
+      });
+    },
+
+    async seal() {
+      return database.adminScope('audit: seal the chains from before keying', async (tx) => {
+        const endsUnkeyed = async () =>
+          (
+            await tx.query<{ agent_id: string }>(
+              `select a.id as agent_id from agents a
+               cross join lateral (select e.hash_kind from memory_events e where e.agent_id = a.id order by e.seq desc limit 1) h
+               where h.hash_kind = 'sha256' order by a.id`,
+            )
+          ).rows.map((row) => row.agent_id);
+        const candidates = await endsUnkeyed();
+        if (candidates.length === 0) return 0;
+        // Under the chains' locks, the ones another process has not sealed meanwhile.
+        for (const agentId of candidates) await tx.query('select pg_advisory_xact_lock(roster_event_chain_lock($1))', [agentId]);
+        const unsealed = await endsUnkeyed();
+        return appendMany(
+          tx,
+          unsealed.map((agentId) => ({
+            agentId,
+            personId: null,
+            actor: { kind: 'system', id: 'installation key' },
+            action: 'audit-keyed',
+            targetKind: 'agent',
+            targetId: agentId,
+          })),
+        ).then((appended) => appended.length);
       });
     },
 

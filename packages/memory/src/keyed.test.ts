@@ -179,6 +179,47 @@ describe('the keyed audit chain', () => {
     expect((await memory.audit.verify())[0]).toMatchObject({ ok: false, broken: { seq: 2 } });
   });
 
+  it('shows a chain its owner rewrote the unkeyed way, by how it ends and against a head kept elsewhere', async () => {
+    const scope = f.dm('scout', 'ada');
+    for (const content of ['Ada plays chess', 'Ada reads maps', 'Ada bakes bread']) await memory.remember(scope, { content, provenance: saidBy(f.people.ada) });
+    const [kept] = await memory.audit.heads(f.agents.scout);
+    // Whoever owns the database, without the key, can still make the whole chain look like one from before keying.
+    await f.database.ownerScope('test: rewrite the chain unkeyed as the owner', async (tx) => {
+      await tx.query('alter table memory_events disable trigger memory_events_append_only');
+      await tx.query(
+        `do $$
+         declare
+           v_row memory_events;
+           v_prev text := null;
+         begin
+           for v_row in select * from memory_events where agent_id = '${f.agents.scout}' order by seq loop
+             update memory_events set detail = detail || '{"trust":"verified"}', hash_kind = 'sha256', prev_hash = v_prev,
+               hash = encode(sha256(convert_to(coalesce(v_prev, '') || jsonb_build_object(
+                 'agent_id', agent_id, 'seq', seq, 'person_id', person_id, 'actor_kind', actor_kind, 'actor_id', actor_id,
+                 'action', action, 'target_kind', target_kind, 'target_id', target_id, 'detail', detail || '{"trust":"verified"}',
+                 'occurred_at', to_char(occurred_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))::text, 'UTF8')), 'hex')
+             where id = v_row.id
+             returning hash into v_prev;
+           end loop;
+         end
+         $$`,
+      );
+      await tx.query('alter table memory_events enable trigger memory_events_append_only');
+    });
+    // Every link holds, but since keying no chain ends unkeyed: Roster seals each one with a keyed event.
+    expect((await memory.audit.verify())[0]).toMatchObject({
+      ok: false,
+      events: 3,
+      unkeyed: 3,
+      broken: { seq: 3, problem: 'the chain ends with an unkeyed event: Roster seals every chain with a keyed one, so it was rewritten' },
+    });
+    // Against the kept head, the rewrite shows at that event.
+    expect((await memory.audit.verify({ expect: [kept!] }))[0]).toMatchObject({
+      ok: false,
+      broken: { seq: 3, problem: 'its hash is not the expected head: the chain was rewritten' },
+    });
+  });
+
   it('shows a chain cut short only against a head kept elsewhere', async () => {
     const scope = f.dm('scout', 'ada');
     for (const content of ['Ada plays chess', 'Ada reads maps', 'Ada bakes bread', 'Ada rows on Sundays']) {
@@ -260,12 +301,25 @@ describe('migration 0012 on memory from before keying', () => {
       expect(dumpAfter).not.toContain('"content_sha256":');
 
       const keyed = createMemory({ database, embedder: createHashingEmbedder(), key: testInstallationKey });
+      // Before the first process with the key seals them, the old chains end unkeyed, which verify does not accept.
+      expect((await keyed.audit.verify({ agentId: ids.scout }))[0]).toMatchObject({ ok: false, events: 4, broken: { seq: 4 } });
       await keyed.prepare();
       const reports = await keyed.audit.verify();
       const scoutChain = reports.find((report) => report.agentId === ids.scout)!;
       const coderChain = reports.find((report) => report.agentId === ids.coder)!;
-      // Scout's chain: three old events and the one that records the upgrade, all unkeyed, whole.
-      expect(scoutChain).toMatchObject({ ok: true, events: 4, unkeyed: 4 });
+      // Scout's chain: three old events and the one that records the upgrade, unkeyed, then the keyed seal; whole.
+      expect(scoutChain).toMatchObject({ ok: true, events: 5, unkeyed: 4 });
+      const seals = await database.adminScope('test: the seals', async (tx) =>
+        (await tx.query<{ agent_id: string; seq: string; hash_kind: string }>(`select agent_id, seq, hash_kind from memory_events where action = 'audit-keyed' order by agent_id`)).rows,
+      );
+      expect(seals.map((seal) => [seal.agent_id, Number(seal.seq), seal.hash_kind]).sort()).toEqual(
+        [
+          [ids.scout, 5, 'hmac-sha256'],
+          [ids.coder, 5, 'hmac-sha256'],
+        ].sort(),
+      );
+      // A second start seals nothing more.
+      expect(await keyed.audit.seal()).toBe(0);
       // Coder's: still broken where it was.
       expect(coderChain).toMatchObject({ ok: false, broken: { seq: 2 } });
       const redact = await database.adminScope('test: the upgrade event', async (tx) =>
@@ -276,7 +330,7 @@ describe('migration 0012 on memory from before keying', () => {
       // Keyed events continue the unkeyed chain.
       const scope = { agentId: ids.scout, personId: ids.person, audience: 'private' as const };
       await keyed.remember(scope, { content: 'Ada rides to work', provenance: saidBy(ids.person) });
-      expect((await keyed.audit.verify({ agentId: ids.scout }))[0]).toMatchObject({ ok: true, events: 5, unkeyed: 4 });
+      expect((await keyed.audit.verify({ agentId: ids.scout }))[0]).toMatchObject({ ok: true, events: 6, unkeyed: 4 });
       // The old tombstone still refuses the forgotten words to automatic paths.
       expect(await keyed.isTombstoned(scope, words)).toBe(true);
       expect(await keyed.isTombstoned(scope, 'my bike is red')).toBe(false);

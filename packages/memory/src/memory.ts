@@ -53,7 +53,8 @@ export interface Memory {
   readonly audit: AuditLog;
   /**
    * Check that the database was keyed with this memory's key (or key it now),
-   * and register the embedder's model and index; call once before use.
+   * seal the audit chains from before keying, and register the embedder's
+   * model and index; call once before use.
    */
   prepare(): Promise<void>;
   remember(scope: Scope, input: RememberInput): Promise<{ fact: Fact; created: boolean }>;
@@ -128,6 +129,7 @@ export function createMemory(options: MemoryOptions): Memory {
   async function prepare(): Promise<void> {
     if (prepared) return;
     await bindInstallationKey(database, key);
+    await audit.seal();
     if (embedder.dimensions > 0) await ensureEmbeddingModel(database, embedder.model, embedder.dimensions);
     prepared = true;
   }

@@ -17,11 +17,14 @@ interface AuditContext {
   agentId: string | undefined;
 }
 
-/** Open the database with the installation key (refused when it is not the database's), and find the agent asked for. */
+/** Open the database with the installation key (refused when it is not the database's), seal chains from before keying, and find the agent asked for. */
 async function openAudit(io: CommandIo, agentName: string | boolean | undefined): Promise<AuditContext> {
   const { database, key } = await openKeyedRuntime(io);
   try {
     await bindInstallationKey(database, key);
+    const audit = createAuditLog({ database, key });
+    // Chains from before keying get their keyed seal first, as every process's memory gives them.
+    await audit.seal();
     const agents = await database.adminScope('audit: name the agents', async (tx) => {
       const { rows } = await tx.query<{ id: string; name: string }>('select id, name from agents order by name');
       return rows;
@@ -31,7 +34,7 @@ async function openAudit(io: CommandIo, agentName: string | boolean | undefined)
       agentId = agents.find((agent) => agent.name.toLowerCase() === agentName.toLowerCase())?.id;
       if (agentId === undefined) throw new RosterError('agent_not_found', `No agent named ${JSON.stringify(agentName)}. roster agent list shows them.`);
     }
-    return { database, audit: createAuditLog({ database, key }), agents, agentId };
+    return { database, audit, agents, agentId };
   } catch (error) {
     await database.close();
     throw error;
