@@ -1,5 +1,7 @@
+import { testInstallationKey } from '@roster/config/testing';
 import { tablesWithoutContent, type Database, type Scope, type Transaction } from '@roster/db';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
+import { createAuditLog } from '@roster/memory';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
@@ -56,7 +58,10 @@ const cases: TableCase[] = [
   },
   {
     table: 'memory_events',
-    seed: (tx, r) => tx.query(`select roster_append_event($1, $2, 'person', null, $3, 'fact', null, '{}')`, [r.agent, r.person, r.tag]).then(() => {}),
+    seed: (tx, r) =>
+      createAuditLog({ database: db, key: testInstallationKey })
+        .append(tx, { agentId: r.agent, personId: r.person, actor: { kind: 'person' }, action: r.tag, targetKind: 'fact', targetId: null })
+        .then(() => {}),
     read: 'select action as tag from memory_events',
     seen: ['mine'],
   },

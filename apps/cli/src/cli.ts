@@ -1,6 +1,6 @@
 import { ConfigError, RosterError, UsageError } from '@roster/errors';
 import { runAgentAdd, runAgentArchive, runAgentList, runAgentPurge, runAgentRename, runAgentRestore, runPersonAdd, runPersonLinkCode, runPersonList } from './commands/agents.js';
-import { runAuditVerify } from './commands/audit.js';
+import { runAuditHead, runAuditVerify } from './commands/audit.js';
 import { runChat } from './commands/chat.js';
 import { runApprovals, runJobsRun, runLessons, runMirrorReport } from './commands/jobs.js';
 import { runMemoryForget, runMemoryHistory, runMemoryList } from './commands/memory.js';
@@ -200,10 +200,26 @@ const commands: Command[] = [
     run: runLessons,
   },
   {
+    path: ['audit', 'head'],
+    usage: 'roster audit head [--agent NAME] [--json]',
+    summary: 'Print where each memory audit chain ends (SEQ:HASH), to keep somewhere else.',
+    details: [
+      '--agent NAME   one agent only',
+      'A head is the last event of a chain and its hash, keyed with the installation key.',
+      'Keep heads off this machine: roster audit verify --expect shows a chain cut short since.',
+    ],
+    run: runAuditHead,
+  },
+  {
     path: ['audit', 'verify'],
-    usage: 'roster audit verify [--agent NAME] [--json]',
-    summary: 'Recompute the memory audit chains and name the first broken link.',
-    details: ['--agent NAME   check one agent only', 'Exits 1 when a chain is broken.'],
+    usage: 'roster audit verify [--agent NAME] [--expect SEQ:HASH] [--json]',
+    summary: 'Recompute the memory audit chains with the installation key; name the first broken link.',
+    details: [
+      '--agent NAME        check one agent only',
+      '--expect SEQ:HASH   a head from roster audit head (needs --agent): the chain must still hold it',
+      'Without --expect, a chain whose last events were removed still verifies: it is whole.',
+      'Exits 1 when a chain is broken or does not reach the expected head.',
+    ],
     run: runAuditVerify,
   },
   {

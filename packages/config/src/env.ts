@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { ConfigError, type ConfigIssue } from '@roster/errors';
 import { z } from 'zod';
+import { installationKeyFormat, parseInstallationKey } from './installation-key.js';
 
 /** How one environment variable is read, documented and shown. */
 interface VariableSpec<T> {
@@ -98,9 +99,12 @@ export const environment = {
     description: `One of ${logLevels.join(', ')}.`,
   },
   ROSTER_SECRET_KEY: {
-    schema: optionalSecret(32),
-    example: 'a random string of 32 or more characters',
-    description: 'The installation secret (web sessions, stored channel credentials). Required when NODE_ENV=production.',
+    schema: optionalSecret().refine((value) => value === undefined || parseInstallationKey(value) !== null),
+    example: installationKeyFormat,
+    description:
+      'The installation key: it keys tombstones and the audit chain (and web sessions, stored channel credentials). ' +
+      'Unset: the key file secret.key in ROSTER_DATA_DIR, made on first use; a server database (DATABASE_URL) needs it set. ' +
+      'Required when NODE_ENV=production.',
     secret: true,
   },
   ROSTER_ENGINE: {
@@ -276,21 +280,17 @@ export function parseConfig(source: Readonly<Record<string, string | undefined>>
     const shown = spec.secret === true || raw === undefined ? '' : ` ${JSON.stringify(raw)}`;
     issues.push({
       variable,
-      message: `the value${shown} is not valid; expected ${spec.example}${secretHint(variable)}`,
+      message: `the value${shown} is not valid; expected ${spec.example}`,
     });
   }
   if (values.NODE_ENV === 'production' && values.ROSTER_SECRET_KEY === undefined && !issues.some((i) => i.variable === 'ROSTER_SECRET_KEY')) {
     issues.push({
       variable: 'ROSTER_SECRET_KEY',
-      message: 'is required when NODE_ENV=production; set it to a random string of 32 or more characters (openssl rand -hex 32)',
+      message: `is required when NODE_ENV=production; set it to ${installationKeyFormat}`,
     });
   }
   if (issues.length > 0) throw new ConfigError(issues);
   return Object.freeze(values) as Config;
-}
-
-function secretHint(variable: EnvironmentVariable): string {
-  return variable === 'ROSTER_SECRET_KEY' ? ' (openssl rand -hex 32)' : '';
 }
 
 /** A copy of the config that is safe to log or print: secrets masked, URL passwords removed. */

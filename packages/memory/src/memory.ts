@@ -1,16 +1,18 @@
+import type { InstallationKey } from '@roster/config';
 import { isUuid, type Database, type Scope, type ScopedTransaction } from '@roster/db';
 import { RosterError } from '@roster/errors';
-import { appendEvent } from './audit.js';
+import { createAuditLog, type AuditLog } from './audit.js';
 import type { Embedder } from './embedders/index.js';
 import { embedFacts, type EmbedFactsOptions, type EmbedFactsReport } from './embed-facts.js';
 import { embedOne, ensureEmbeddingModel, writeEmbedding } from './embeddings.js';
 import { FactNotFoundError, FactStateError, RejectedStatementError, TombstonedError } from './errors.js';
 import { renderExport, type ExportFormat } from './export.js';
+import { bindInstallationKey } from './installation.js';
 import { matchFacts, type FactMatch, type MatchOptions } from './match.js';
 import { redactSecrets } from './redact.js';
 import { factColumns, toFact, type FactRow } from './rows.js';
 import { ScopeSizeCache, searchFacts, type SearchOptions } from './search.js';
-import { contentHash, isNearDuplicate, minhash, normalizeText, validateText } from './text.js';
+import { contentHash, isNearDuplicate, keyedContentHash, keyedMinhash, minhash, normalizeText, validateText } from './text.js';
 import { readableTrust, type Actor, type Fact, type Provenance, type SearchResult, type Trust } from './types.js';
 import { believedAt, believedNow, chainIds, recordCorrection, recordUpdate, requireCurrent, versionHistory, type HistoryEntry } from './versions.js';
 
@@ -27,6 +29,12 @@ export interface RememberInput {
 export interface MemoryOptions {
   database: Database;
   embedder: Embedder;
+  /**
+   * The installation key: tombstones and the audit chain are keyed with it.
+   * Every process of an installation must hold the same one (`prepare`
+   * refuses another).
+   */
+  key: InstallationKey;
 }
 
 /** A use moves `uses` and `last_used_at`; being placed in a prompt is not one. */
@@ -39,7 +47,13 @@ export type UseReason = 'recall' | 'confirmation' | 'citation';
  */
 export interface Memory {
   readonly embedder: Embedder;
-  /** Register the embedder's model and index; call once before use. */
+  /** The audit log, keyed like this memory: appends for other packages' changes, heads and verification. */
+  readonly audit: AuditLog;
+  /**
+   * Check that the database was keyed with this memory's key (or key it now),
+   * seal the audit chains from before keying, and register the embedder's
+   * model and index; call once before use.
+   */
   prepare(): Promise<void>;
   /**
    * Remember a statement. The same words believed now are returned instead
@@ -93,20 +107,46 @@ export interface Memory {
   export(scope: Scope, format: ExportFormat): Promise<string>;
 }
 
-/** A text matches a tombstone exactly (same normalised hash) or nearly (estimated Jaccard ≥ 0.8). */
-function matchesTombstone(tombstone: { content_hash: string; minhash: string[] }, hash: string, signature: number[]): boolean {
-  return tombstone.content_hash === hash || isNearDuplicate(signature, tombstone.minhash.map(Number));
+/** What a tombstone keeps of a forgotten text, and how it was made. */
+interface TombstoneRow {
+  content_hash: string;
+  minhash: string[];
+  /** `hmac-sha256`: keyed with the installation key. `sha256`: made before keying (unkeyed hash and MinHash). */
+  hash_kind: string;
+}
+
+/**
+ * Whether a text matches a tombstone: exactly (same normalised hash) or
+ * nearly (estimated Jaccard ≥ 0.8), compared the way the tombstone was made.
+ * Tombstones from before keying cannot be re-keyed (their text is gone), so
+ * they are still compared unkeyed, until lifted; those values are computed
+ * only when such a tombstone is there.
+ */
+function tombstoneMatcher(key: InstallationKey, text: string): (tombstone: TombstoneRow) => boolean {
+  const keyed = { hash: keyedContentHash(key, text), signature: keyedMinhash(key, text) };
+  let unkeyed: { hash: string; signature: number[] } | undefined;
+  return (tombstone) => {
+    let probe = keyed;
+    if (tombstone.hash_kind === 'sha256') probe = unkeyed ??= { hash: contentHash(text), signature: minhash(text) };
+    // A kind this version does not know refuses: better a refusal than a forgotten text coming back.
+    else if (tombstone.hash_kind !== 'hmac-sha256') return true;
+    if (tombstone.content_hash === probe.hash) return true;
+    return tombstone.minhash.length === probe.signature.length && isNearDuplicate(probe.signature, tombstone.minhash.map(Number));
+  };
 }
 
 const liveTrust: readonly Trust[] = ['candidate', 'active', 'verified', 'disputed'];
 
 export function createMemory(options: MemoryOptions): Memory {
-  const { database, embedder } = options;
+  const { database, embedder, key } = options;
+  const audit = createAuditLog({ database, key });
   const scopeSizes = new ScopeSizeCache();
   let prepared = false;
 
   async function prepare(): Promise<void> {
     if (prepared) return;
+    await bindInstallationKey(database, key);
+    await audit.seal();
     if (embedder.dimensions > 0) await ensureEmbeddingModel(database, embedder.model, embedder.dimensions);
     prepared = true;
   }
@@ -150,14 +190,13 @@ export function createMemory(options: MemoryOptions): Memory {
    */
   async function admit(tx: ScopedTransaction, content: string, hash: string, provenance: Provenance): Promise<void> {
     const scope = tx.scope;
-    const signature = minhash(content);
-    const tombstones = await tx.query<{ id: string; person_id: string | null; content_hash: string; minhash: string[]; source_message_ids: string[] }>(
-      `select id, person_id, content_hash, minhash, source_message_ids from tombstones where lifted_at is null`,
+    const matches = tombstoneMatcher(key, content);
+    const tombstones = await tx.query<TombstoneRow & { id: string; person_id: string | null; source_message_ids: string[] }>(
+      `select id, person_id, content_hash, minhash, hash_kind, source_message_ids from tombstones where lifted_at is null`,
     );
     const sources = provenance.sourceMessageIds ?? [];
     for (const tombstone of tombstones.rows) {
-      const matches = matchesTombstone(tombstone, hash, signature);
-      if (!matches) continue;
+      if (!matches(tombstone)) continue;
       const liftable =
         provenance.explicit === true &&
         provenance.actor.kind === 'person' &&
@@ -167,7 +206,7 @@ export function createMemory(options: MemoryOptions): Memory {
         sources.every((id) => !tombstone.source_message_ids.includes(id));
       if (!liftable) throw new TombstonedError();
       await tx.query('update tombstones set lifted_at = now(), lifted_by_message_id = $2 where id = $1', [tombstone.id, sources[0]]);
-      await appendEvent(tx, {
+      await audit.append(tx, {
         agentId: scope.agentId,
         personId: scope.personId,
         actor: provenance.actor,
@@ -218,10 +257,15 @@ export function createMemory(options: MemoryOptions): Memory {
     return toFact(rows[0]!);
   }
 
-  function prepareContent(content: unknown): { content: string; hash: string } {
+  /**
+   * The text as stored, its unkeyed hash (kept beside it in `facts` to find
+   * duplicates, erased when it is forgotten) and its keyed hash (what the
+   * audit log may keep of it for good).
+   */
+  function prepareContent(content: unknown): { content: string; hash: string; keyedHash: string } {
     const valid = validateText(content, 'content');
     const redacted = redactSecrets(valid).text;
-    return { content: redacted, hash: contentHash(redacted) };
+    return { content: redacted, hash: contentHash(redacted), keyedHash: keyedContentHash(key, redacted) };
   }
 
   function validCategory(category: string | undefined): string {
@@ -239,7 +283,7 @@ export function createMemory(options: MemoryOptions): Memory {
   }
 
   async function event(tx: ScopedTransaction, actor: Actor, action: string, fact: Fact, detail: Record<string, unknown> = {}) {
-    await appendEvent(tx, { agentId: tx.scope.agentId, personId: fact.personId, actor, action, targetKind: 'fact', targetId: fact.id, detail });
+    await audit.append(tx, { agentId: tx.scope.agentId, personId: fact.personId, actor, action, targetKind: 'fact', targetId: fact.id, detail });
   }
 
   /** Move a fact from one of `from` to `to`, with one event. */
@@ -277,13 +321,14 @@ export function createMemory(options: MemoryOptions): Memory {
       const written = await insertFact(tx, { ...next, category: old.category, audience: old.audience, trust: trustFor(provenance), provenance });
       const { previous, fact } = kind === 'correct' ? await recordCorrection(tx, old, written) : await recordUpdate(tx, old, written);
       await storeVector(tx, fact, vector);
-      await event(tx, provenance.actor, kind, fact, { previous: old.id, ...(kind === 'update' ? { restated: previous.id } : {}), content_sha256: next.hash });
+      await event(tx, provenance.actor, kind, fact, { previous: old.id, ...(kind === 'update' ? { restated: previous.id } : {}), content_hmac: next.keyedHash });
       return { old: previous, fact };
     });
   }
 
   const memory: Memory = {
     embedder,
+    audit,
     prepare,
 
     async remember(scope, input) {
@@ -313,7 +358,7 @@ export function createMemory(options: MemoryOptions): Memory {
         await admit(tx, next.content, next.hash, input.provenance);
         const fact = await insertFact(tx, { ...next, category, audience, trust: trustFor(input.provenance), provenance: input.provenance });
         await storeVector(tx, fact, vector);
-        await event(tx, input.provenance.actor, 'remember', fact, { trust: fact.trust, category, audience, content_sha256: next.hash });
+        await event(tx, input.provenance.actor, 'remember', fact, { trust: fact.trust, category, audience, content_hmac: next.keyedHash });
         return { fact, created: true };
       });
     },
@@ -365,16 +410,18 @@ export function createMemory(options: MemoryOptions): Memory {
         const ids = [...new Set([fact.id, ...chain.rows.map((row) => row.id)])];
         const phrases = [...new Set([fact.content, ...chain.rows.map((row) => row.content)].map(normalizeText).filter((phrase) => phrase !== ''))];
         const sources = [...new Set([...fact.sourceMessageIds, ...chain.rows.flatMap((row) => row.source_message_ids)])];
+        // Keyed, so that no dictionary of guesses finds the words again without the installation key.
         const tombstone = await tx.query<{ id: string }>(
-          `insert into tombstones (agent_id, person_id, fact_id, content_hash, minhash, source_message_ids)
-           values ($1, $2, $3, $4, $5, $6) returning id`,
-          [scope.agentId, fact.personId, fact.id, hash, minhash(fact.content), sources],
+          `insert into tombstones (agent_id, person_id, fact_id, content_hash, minhash, hash_kind, source_message_ids)
+           values ($1, $2, $3, $4, $5, 'hmac-sha256', $6) returning id`,
+          [scope.agentId, fact.personId, fact.id, keyedContentHash(key, fact.content), keyedMinhash(key, fact.content), sources],
         );
         // The request that asked to forget is erased with the rest.
         const reached = [...new Set([...sources, ...(provenance.sourceMessageIds ?? [])])];
         const erased = await tx.query<{ counts: Record<string, number> }>('select roster_forget_everywhere($1, $2) as counts', [reached, phrases]);
         await tx.query('delete from fact_embeddings where fact_id = any($1)', [ids]);
-        await tx.query(`update facts set content = '', trust = 'forgotten' where id = any($1)`, [ids]);
+        // The row stays (history shows that something existed), with no hash of its words either.
+        await tx.query(`update facts set content = '', content_hash = '', trust = 'forgotten' where id = any($1)`, [ids]);
         const forgotten = await loadFact(tx, fact.id);
         const tombstoneId = tombstone.rows[0]!.id;
         const reach = erased.rows[0]?.counts ?? {};
@@ -387,14 +434,10 @@ export function createMemory(options: MemoryOptions): Memory {
     },
 
     async isTombstoned(scope, content) {
-      const text = validateText(content, 'content');
-      const hash = contentHash(text);
-      const signature = minhash(text);
+      const matches = tombstoneMatcher(key, validateText(content, 'content'));
       return database.withScope(scope, async (tx) => {
-        const { rows } = await tx.query<{ content_hash: string; minhash: string[] }>(
-          'select content_hash, minhash from tombstones where lifted_at is null',
-        );
-        return rows.some((row) => matchesTombstone(row, hash, signature));
+        const { rows } = await tx.query<TombstoneRow>('select content_hash, minhash, hash_kind from tombstones where lifted_at is null');
+        return rows.some(matches);
       });
     },
 

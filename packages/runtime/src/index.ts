@@ -1,4 +1,4 @@
-import type { Config, Logger } from '@roster/config';
+import type { Config, InstallationKey, Logger } from '@roster/config';
 import { createCore, type Agent, type Core, type Engine } from '@roster/core';
 import type { Database } from '@roster/db';
 import { createEngine, createOfflineEngine } from '@roster/engines';
@@ -24,6 +24,8 @@ export interface Runtime {
 export interface RuntimeOptions {
   config: RuntimeConfig;
   database: Database;
+  /** The installation key (loadInstallationKey): memory keys tombstones and the audit chain with it. */
+  key: InstallationKey;
   logger?: Logger;
   /** Engines by agent, for tests and embedders of Roster in other programs; the configured ones otherwise. */
   engineFor?: (agent: Agent) => Engine;
@@ -49,7 +51,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   if (config.PRIVACY === 'strict' && !embedder.local) {
     throw new RosterError('privacy_strict', `PRIVACY=strict keeps memory on this machine, but ROSTER_EMBEDDER=${config.ROSTER_EMBEDDER} is remote. Use hashing or a local Ollama.`);
   }
-  const memory = createMemory({ database: options.database, embedder });
+  const memory = createMemory({ database: options.database, embedder, key: options.key });
   await memory.prepare();
   const engines = new Map<string, Engine>();
   const engineFor =

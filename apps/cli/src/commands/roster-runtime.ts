@@ -1,13 +1,13 @@
 import type { Person } from '@roster/core';
 import { createRuntime, type Runtime } from '@roster/runtime';
 import type { CommandIo } from '../io.js';
-import { openRuntime, type Runtime as ProcessRuntime } from '../runtime.js';
+import { openKeyedRuntime, type Runtime as ProcessRuntime } from '../runtime.js';
 
 /** Open the database (migrated) and wire memory, engines and the core. */
 export async function openRoster(io: CommandIo): Promise<ProcessRuntime & { roster: Runtime }> {
-  const base = await openRuntime(io);
+  const base = await openKeyedRuntime(io);
   try {
-    const roster = await createRuntime({ config: base.config, database: base.database, logger: base.logger });
+    const roster = await createRuntime({ config: base.config, database: base.database, logger: base.logger, key: base.key });
     return { ...base, roster };
   } catch (error) {
     await base.database.close();

@@ -7,7 +7,7 @@ import { startWorker } from '@roster/worker';
 import type { CommandIo } from '../io.js';
 import { exitCode } from '../io.js';
 import { parseCommand } from '../parse.js';
-import { openRuntime, stopAll } from '../runtime.js';
+import { openKeyedRuntime, stopAll } from '../runtime.js';
 
 export type Service = 'server' | 'worker' | 'gateway';
 
@@ -18,12 +18,12 @@ export type Service = 'server' | 'worker' | 'gateway';
  */
 export async function runServices(args: string[], io: CommandIo, services: readonly Service[], allowPrivateRedis: boolean): Promise<number> {
   parseCommand(args, {});
-  const { config, logger, database } = await openRuntime(io);
+  const { config, logger, database, key } = await openKeyedRuntime(io);
   const stops: Array<() => Promise<void>> = [() => database.close()];
   try {
     const redis = await ensureRedis({ url: config.REDIS_URL, dataDir: config.ROSTER_DATA_DIR, logger, allowPrivate: allowPrivateRedis });
     stops.push(() => redis.stop());
-    const runtime = await createRuntime({ config, database, logger });
+    const runtime = await createRuntime({ config, database, logger, key });
     // The server shows the queues in Bull Board; with a worker in this process, they are its own.
     let queues: QueueSet | undefined;
     if (services.includes('worker')) {
