@@ -71,7 +71,8 @@ export interface SharedPoolOptions {
  * while the process runs, so a long-running command keeps the host up and
  * finds it there; `end()` lets it go.
  */
-export function sharedSocketPool(dataDir: string, options: SharedPoolOptions): pg.Pool {
+export function sharedSocketPool(folder: string, options: SharedPoolOptions): pg.Pool {
+  const dataDir = path.resolve(folder);
   const pool = new SharedSocketPool(dataDir, options.waitMs ?? hostWaitMs, {
     host: dataDir,
     port: 5432,

@@ -124,12 +124,14 @@ set session authorization roster_owner;
  * folder's path is too long for a Unix socket, this process opens it alone,
  * after waiting a bounded time for any other holder to finish.
  */
-export async function openEmbeddedDatabase(dataDir: string, logger?: Logger): Promise<Database> {
+export async function openEmbeddedDatabase(folder: string, logger?: Logger): Promise<Database> {
   const onAdmin = (reason: string) => logger?.debug({ reason }, 'admin scope');
-  if (dataDir.startsWith('memory://')) {
-    const { pglite, release } = await openPglite(dataDir);
-    return createPoolDatabase({ kind: 'embedded', location: dataDir, pool: pglitePool(pglite), onClose: release, onAdmin });
+  if (folder.startsWith('memory://')) {
+    const { pglite, release } = await openPglite(folder);
+    return createPoolDatabase({ kind: 'embedded', location: folder, pool: pglitePool(pglite), onClose: release, onAdmin });
   }
+  // Absolute: node-postgres takes only a path that starts with / for a socket folder, and the host runs elsewhere.
+  const dataDir = path.resolve(folder);
   makePrivateFolder(dataDir);
   if (!canShareFolder(dataDir)) {
     logger?.warn({ dataDir }, 'the data folder path is too long for a Unix socket; other Roster commands wait until this one ends');

@@ -5,8 +5,8 @@ import path from 'node:path';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { privateFileMode, tightenFolder } from '@roster/config';
 import { RosterError } from '@roster/errors';
-import { migrate } from './migrate.js';
 import type pg from 'pg';
+import { migrate } from './migrate.js';
 import { createPoolDatabase } from './database.js';
 import { canShareFolder, embeddedSocketPath, maxSocketPath, sharedSocketPool } from './embedded-share.js';
 import { openPglite } from './open.js';
@@ -37,7 +37,8 @@ export interface ServedDatabase {
  * pool of one. A folder whose path is too long for a socket is opened by
  * this process alone, and served on a socket in a private temporary folder.
  */
-export async function serveEmbeddedDatabase(options: { dataDir: string; host?: string; port: number }): Promise<ServedDatabase> {
+export async function serveEmbeddedDatabase(given: { dataDir: string; host?: string; port: number }): Promise<ServedDatabase> {
+  const options = { ...given, dataDir: path.resolve(given.dataDir) };
   if (!canShareFolder(options.dataDir)) return serveAlone(options);
   const host = options.host ?? '127.0.0.1';
   const pool = sharedSocketPool(options.dataDir, { max: 1 });
