@@ -88,7 +88,7 @@ describe('roster start', () => {
     const queues = await fetch(`${address}/admin/queues/api/queues`);
     expect(queues.status).toBe(200);
     expect(((await queues.json()) as { queues: Array<{ name: string }> }).queues.map((queue) => queue.name).sort()).toEqual(
-      ['embed', 'episodes', 'extract', 'fade', 'harvest', 'mirror', 'review'],
+      ['embed', 'episodes', 'erase', 'extract', 'fade', 'harvest', 'mirror', 'review'],
     );
 
     expect(await roster.stop()).toBe(0);
@@ -210,7 +210,9 @@ describe('roster migrate, doctor and db serve', () => {
     const result = await runRoster(['doctor'], { ROSTER_DATA_DIR: dir });
     expect(result.code).toBe(0);
     const names = result.stdout.trim().split('\n').map((line) => line.split(/\s+/)[0]);
-    expect(names).toEqual(['database', 'pgvector', 'migrations', 'roles', 'redis', 'engine', 'embedder', 'telegram', 'discord', 'slack', 'whatsapp']);
+    expect(names).toEqual(['database', 'pgvector', 'migrations', 'roles', 'redis', 'engine', 'judge', 'embedder', 'telegram', 'discord', 'slack', 'whatsapp']);
+    // The offline engine cannot judge the mirror's replays: said once, here, as a part that is off.
+    expect(result.stdout).toMatch(/^judge\s+off\s+no judge configured: .*set ROSTER_JUDGE_ENGINE/m);
     expect(result.stdout).toMatch(/^database\s+ok\s+embedded \(PGlite\) Postgres 18/m);
     // The embedded database runs as roster_owner, not its superuser.
     expect(result.stdout).toMatch(/^roles\s+ok\s+owner roster_owner; roster_app and roster_ops$/m);
@@ -232,6 +234,8 @@ describe('roster migrate, doctor and db serve', () => {
     expect(byName.engine).toMatchObject({ status: 'fail', detail: 'openai:gpt-4o-mini needs OPENAI_API_KEY' });
     expect(byName.redis).toMatchObject({ status: 'fail' });
     expect(byName.embedder).toMatchObject({ status: 'ok' });
+    // With a language model as the default engine, each agent's own engine judges its replays.
+    expect(byName.judge).toMatchObject({ status: 'ok', detail: "each agent's own engine (ROSTER_JUDGE_ENGINE unset)" });
   });
 
   it('doctor under PRIVACY=strict refuses an Ollama embedder off this machine and accepts one on loopback', async () => {

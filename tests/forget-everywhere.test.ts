@@ -1,6 +1,6 @@
-import type { Database } from '@roster/db';
 import { approveLesson, listApprovals } from '@roster/jobs';
 import { Redis } from 'ioredis';
+import { scanDatabase, scanRedis } from './support/scan.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAi } from './support/fake-openai.js';
 import { redisUrl, startLoopFixture, type LoopFixture } from './support/learning-loop.js';
@@ -23,56 +23,12 @@ async function say(agent: string, person: 'ada' | 'bob', text: string) {
   return loop.roster.core.handle({ channel: 'cli', conversation: { externalId: `dm-${person}`, kind: 'dm' }, sender: { personId: loop.ids[person] }, text }, { agent });
 }
 
-/** Every place in the database that holds one of the needles: "table.column" → rows. */
-async function scanDatabase(database: Database): Promise<Record<string, number>> {
-  return database.ownerScope('test: scan every column that can hold text', async (tx) => {
-    const { rows: columns } = await tx.query<{ table_name: string; column_name: string }>(
-      `select c.table_name, c.column_name from information_schema.columns c
-       join information_schema.tables t on t.table_name = c.table_name and t.table_schema = c.table_schema
-       where c.table_schema = 'public' and t.table_type = 'BASE TABLE'
-         and (c.data_type in ('text', 'character varying', 'json', 'jsonb', 'tsvector', 'ARRAY', 'USER-DEFINED'))`,
-    );
-    const found: Record<string, number> = {};
-    for (const column of columns) {
-      const { rows } = await tx.query<{ n: string }>(
-        `select count(*) as n from ${column.table_name} where lower(${column.column_name}::text) similar to $1`,
-        [`%(${needles.join('|')})%`],
-      );
-      const count = Number(rows[0]!.n);
-      if (count > 0) found[`${column.table_name}.${column.column_name}`] = count;
-    }
-    return found;
-  });
-}
-
-/** Every Redis key of these queues whose value holds a needle. */
-async function scanRedis(): Promise<string[]> {
-  const redis = new Redis(redisUrl);
-  try {
-    const keys = await redis.keys(`${loop.prefix}:*`);
-    const found: string[] = [];
-    for (const key of keys) {
-      const type = await redis.type(key);
-      let text = '';
-      if (type === 'string') text = (await redis.get(key)) ?? '';
-      else if (type === 'hash') text = JSON.stringify(await redis.hgetall(key));
-      else if (type === 'list') text = JSON.stringify(await redis.lrange(key, 0, -1));
-      else if (type === 'set') text = JSON.stringify(await redis.smembers(key));
-      else if (type === 'zset') text = JSON.stringify(await redis.zrange(key, 0, -1));
-      else if (type === 'stream') text = JSON.stringify(await redis.xrange(key, '-', '+'));
-      if (needles.some((needle) => text.toLowerCase().includes(needle))) found.push(key);
-    }
-    return found;
-  } finally {
-    redis.disconnect();
-  }
-}
-
 beforeAll(async () => {
   fake = await startFakeOpenAi((request) => {
     const words = JSON.stringify(request.messages);
     // The judge repeats what it read, as models do: the words reach its reason.
-    return { text: JSON.stringify({ verdict: 'fail', reason: words.includes('pistachio') ? 'it still forgot the pistachio bakery' : 'no' }) };
+    const reason = words.includes('pistachio') ? 'it still forgot the pistachio bakery' : words.includes('walrus') ? 'it still ignores the walrus tabs' : 'no';
+    return { text: JSON.stringify({ verdict: 'fail', reason }) };
   });
   loop = await startLoopFixture(fake.engine);
 });
@@ -100,7 +56,7 @@ describe('forget, after the whole learning loop', () => {
     expect(pending.map((approval) => approval.text)).toEqual(['My locker is behind the pistachio bakery on the corner.']);
     await approveLesson(loop.test.database, pending[0]!.id, { kind: 'person', personId: loop.ids.ada });
 
-    const before = await scanDatabase(loop.test.database);
+    const before = await scanDatabase(loop.test.database, needles);
     // Positive control: the words are in the transcript, the facts, the index, the signals, the case, the run, the approval and the lesson.
     expect(Object.keys(before)).toEqual(
       expect.arrayContaining([
@@ -118,7 +74,7 @@ describe('forget, after the whole learning loop', () => {
     // The Redis scan's own control: a key that holds the words is found.
     const planted = new Redis(redisUrl);
     await planted.set(`${loop.prefix}:planted`, 'the pistachio bakery');
-    expect(await scanRedis()).toEqual([`${loop.prefix}:planted`]);
+    expect(await scanRedis(loop.prefix, needles)).toEqual([`${loop.prefix}:planted`]);
     await planted.del(`${loop.prefix}:planted`);
     planted.disconnect();
 
@@ -127,8 +83,8 @@ describe('forget, after the whole learning loop', () => {
     // Jobs the turn queued have run and reported by the time the scan reads Redis.
     await loop.run('embed');
 
-    expect(await scanDatabase(loop.test.database)).toEqual({});
-    expect(await scanRedis()).toEqual([]);
+    expect(await scanDatabase(loop.test.database, needles)).toEqual({});
+    expect(await scanRedis(loop.prefix, needles)).toEqual([]);
     // What was not forgotten stays.
     const bob = await say('Scout', 'bob', 'what do you know about bike');
     expect(bob.replies[0]?.text).toBe('- my bike is red');
@@ -139,5 +95,45 @@ describe('forget, after the whole learning loop', () => {
       (await tx.query<{ status: string }>(`select status from lessons`)).rows.map((row) => row.status),
     );
     expect(lessons).toEqual(['retired']);
+  });
+});
+
+describe('agent purge, after the whole learning loop', () => {
+  /** Words only Coder heard. */
+  const coderWords = ['walrus', 'marzipan'];
+
+  it('leaves no copy of anything the agent heard or said, and keeps every other agent’s memory', async () => {
+    await say('Scout', 'ada', 'remember that my tent is green');
+    await say('Coder', 'ada', 'remember that my walrus project uses tabs');
+    await say('Coder', 'bob', 'remember that I keep marzipan in the drawer');
+    await say('Coder', 'ada', 'actually, my walrus project uses tabs of width four');
+    await say('Coder', 'ada', 'actually, my walrus project uses tabs of width four');
+    await loop.run('harvest');
+    expect(await loop.run('mirror', { agentId: loop.ids.coder })).toMatchObject({ replayed: 1 });
+    await loop.run('review', { agentId: loop.ids.coder });
+    const pending = await listApprovals(loop.test.database, { agentId: loop.ids.coder, status: 'pending' });
+    expect(pending).toHaveLength(1);
+    await approveLesson(loop.test.database, pending[0]!.id, { kind: 'person', personId: loop.ids.ada });
+    await loop.run('episodes', { agentId: loop.ids.coder, idleMinutes: 0 });
+
+    // Positive control: Coder's words are in the transcript, the facts, the loop's tables and the episode.
+    const before = await scanDatabase(loop.test.database, coderWords);
+    expect(Object.keys(before)).toEqual(
+      expect.arrayContaining(['messages.content', 'facts.content', 'learning_events.text', 'mirror_cases.text', 'mirror_runs.reason', 'lessons.text', 'episodes.summary']),
+    );
+
+    await loop.roster.core.directory.archiveAgent('Coder');
+    const purged = await loop.roster.core.purgeAgent('Coder', 'Coder');
+    expect(purged.facts).toBeGreaterThanOrEqual(2);
+    await loop.run('embed');
+
+    expect(await scanDatabase(loop.test.database, coderWords)).toEqual({});
+    expect(await scanRedis(loop.prefix, coderWords)).toEqual([]);
+    // Scout's memory stays, and the purged agent's name is free again.
+    const scout = await say('Scout', 'ada', 'what do you know about tent');
+    expect(scout.replies[0]?.text).toBe('- my tent is green');
+    await expect(loop.roster.core.directory.agentByName('Coder')).rejects.toMatchObject({ code: 'agent_not_found' });
+    const again = await loop.roster.core.directory.addAgent({ name: 'Coder', job: 'writes code again' });
+    expect(again.id).not.toBe(loop.ids.coder);
   });
 });

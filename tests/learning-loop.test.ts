@@ -163,6 +163,38 @@ describe('lesson review', () => {
   });
 });
 
+describe('lesson review across people', () => {
+  const personOf = (approvalId: string) =>
+    loop.test.database.adminScope('test: an approval’s person', async (tx) => (await tx.query<{ person_id: string | null }>('select person_id from approvals where id = $1', [approvalId])).rows[0]!.person_id);
+
+  it('proposes the judge’s paraphrase of several people’s corrections, agent-wide, with each statement as evidence', async () => {
+    await loop.say('Scout', 'ada', 'from now on, give me prices in euros first');
+    await loop.say('Scout', 'bob', 'from now on, give me the prices in euros first');
+    verdicts.push('{"lesson": "Quote every price in euros before any other currency."}');
+    expect(await loop.run('review', { agentId: loop.ids.scout })).toMatchObject({ proposed: 1 });
+    const [pending] = await listApprovals(loop.test.database, { agentId: loop.ids.scout, status: 'pending' });
+    expect(pending?.text).toBe('Quote every price in euros before any other currency.');
+    expect(pending?.evidence).toEqual([
+      expect.objectContaining({ personId: loop.ids.ada, paraphrased: true }),
+      expect.objectContaining({ personId: loop.ids.bob, paraphrased: true }),
+    ]);
+    expect(await personOf(pending!.id)).toBeNull();
+    // The judge read both statements, and was asked for a paraphrase.
+    const request = judged.find((text) => text.includes('general instruction'));
+    expect(request).toContain('Give me prices in euros first.');
+    expect(request).toContain('Give me the prices in euros first.');
+  });
+
+  it('refuses a “paraphrase” that is one person’s sentence again: nothing is proposed', async () => {
+    await loop.say('Scout', 'ada', 'from now on, give me prices in euros first');
+    await loop.say('Scout', 'bob', 'from now on, give me the prices in euros first');
+    verdicts.push('{"lesson": "Give me prices in euros first."}');
+    const review = await loop.run('review', { agentId: loop.ids.scout });
+    expect(review).toMatchObject({ proposed: 0, skipped: ["Scout: the judge gave no usable paraphrase of 2 people's corrections"] });
+    expect(await listApprovals(loop.test.database, { agentId: loop.ids.scout })).toEqual([]);
+  });
+});
+
 describe('episodes and forgetting', () => {
   it('rebuilds the episode of a conversation without the words of a forgotten fact', async () => {
     await loop.say('Scout', 'ada', 'remember that my locker number is 4417');

@@ -38,7 +38,7 @@ describe('Bull Board', () => {
     const local = await app.inject({ method: 'GET', url: '/admin/queues/api/queues', remoteAddress: '127.0.0.1' });
     expect(local.statusCode).toBe(200);
     const body = local.json() as { queues: Array<{ name: string; counts: Record<string, number> }> };
-    expect(body.queues.map((queue) => queue.name).sort()).toEqual(['embed', 'episodes', 'extract', 'fade', 'harvest', 'mirror', 'review']);
+    expect(body.queues.map((queue) => queue.name).sort()).toEqual(['embed', 'episodes', 'erase', 'extract', 'fade', 'harvest', 'mirror', 'review']);
     expect(body.queues.find((queue) => queue.name === 'fade')?.counts.waiting).toBe(1);
     const page = await app.inject({ method: 'GET', url: '/admin/queues', remoteAddress: '::1' });
     expect(page.statusCode).toBe(200);

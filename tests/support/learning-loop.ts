@@ -22,12 +22,12 @@ export interface LoopFixture {
 
 /**
  * The learning loop as it runs: a migrated test database, the real runtime
- * with `judgeEngine` judging mirror replays, Scout and Coder, Ada (the owner)
+ * with `judgeEngine` judging mirror replays (none: each agent's own engine), Scout and Coder, Ada (the owner)
  * and Bob, and a job worker on the machine's Redis under a prefix of its own.
  */
-export async function startLoopFixture(judgeEngine: string): Promise<LoopFixture> {
+export async function startLoopFixture(judgeEngine?: string): Promise<LoopFixture> {
   const test = await openTestDatabase();
-  const roster = await createRuntime({ config: { ...parseConfig({}), ROSTER_JUDGE_ENGINE: judgeEngine }, database: test.database });
+  const roster = await createRuntime({ config: { ...parseConfig({}), ...(judgeEngine === undefined ? {} : { ROSTER_JUDGE_ENGINE: judgeEngine }) }, database: test.database });
   const scout = await roster.core.directory.addAgent({ name: 'Scout', job: 'plans trips' });
   const coder = await roster.core.directory.addAgent({ name: 'Coder', job: 'writes code' });
   const ada = await roster.core.directory.addPerson({ name: 'Ada', role: 'owner' });

@@ -143,12 +143,14 @@ const commands: Command[] = [
   },
   {
     path: ['memory', 'list'],
-    usage: 'roster memory list --agent N [--person P] [--valid-at TIME] [--json]',
+    usage: 'roster memory list --agent N [--person P] [--valid-at TIME] [--recorded-at TIME] [--json]',
     summary: 'What an agent remembers: about one person, or without --person about everyone, by person.',
     details: [
-      '--person P      only what it remembers about P (and what it knows agent-wide)',
-      '--valid-at TIME what was true at that time, as recorded now (like 2026-11-30T08:00:00Z)',
-      '--json          with --person: a list of facts; without: { agent, agentWide, people: [{ person, facts }] }',
+      '--person P         only what it remembers about P (and what it knows agent-wide)',
+      '--valid-at TIME    what was true at that time, as recorded now (like 2026-11-30T08:00:00Z)',
+      '--recorded-at TIME what it believed at that time: true then, or true at --valid-at',
+      '--json             with --person: a list of facts;',
+      '                   without: { agent, agentWide, people: [{ person, facts }] }',
     ],
     run: runMemoryList,
   },
@@ -168,9 +170,13 @@ const commands: Command[] = [
   },
   {
     path: ['jobs', 'run'],
-    usage: 'roster jobs run <fade|harvest|mirror|review|extract|embed|episodes> [--agent NAME] [--all] [--wait] [--json]',
+    usage: 'roster jobs run <fade|harvest|mirror|review|extract|embed|episodes|erase> [--agent NAME] [--all] [--wait] [--json]',
     summary: 'Enqueue a job now; with --wait, print its result when a worker has run it.',
-    details: ['--all      with embed: re-embed every fact (after a model change)', '--timeout  seconds to wait (default 600)'],
+    details: [
+      '--all      with embed: re-embed every fact (after a model change)',
+      '--timeout  seconds to wait (default 600)',
+      'erase      take forgotten words off the disk, in every table that holds people\'s words',
+    ],
     run: runJobsRun,
   },
   {

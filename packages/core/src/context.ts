@@ -23,6 +23,12 @@ export interface TurnContext {
   explicitRemember: boolean;
   /** 0 for a person's turn, 1 inside a colleague call (which cannot call further). */
   depth: number;
+  /**
+   * The words forgotten during this turn, shared by every agent answering it
+   * (held in this process only, never stored): a reply that repeats them is
+   * not kept, since it may be stored after the forget erased the transcript.
+   */
+  forgotten: string[];
 }
 
 const storage = new AsyncLocalStorage<TurnContext>();

@@ -9,7 +9,8 @@ export interface Agent {
   job: string;
   instructions: string;
   engine: string;
-  status: 'active' | 'archived';
+  /** A purged agent's row stays for the audit: its memory is forgotten and its name free again. */
+  status: 'active' | 'archived' | 'purged';
   createdAt: Date;
 }
 
@@ -27,7 +28,7 @@ interface AgentRow {
   job: string;
   instructions: string;
   engine: string;
-  status: 'active' | 'archived';
+  status: 'active' | 'archived' | 'purged';
   created_at: Date;
 }
 
@@ -83,8 +84,6 @@ export interface Directory {
   /** The first owner created, or null: whom the owner's tools speak for when no person is named. */
   firstOwner(): Promise<Person | null>;
   personByName(name: string): Promise<Person>;
-  /** The person behind a channel handle, or null for a stranger. */
-  personByIdentity(channel: Channel, externalId: string): Promise<Person | null>;
   /** Tie a handle to a person directly (the owner's tool); a handle tied to someone else is refused. */
   linkIdentity(personId: string, channel: Channel, externalId: string, displayName?: string): Promise<void>;
   /** A new single-use code (8 characters, one hour); at most three pending per person. */
@@ -97,7 +96,7 @@ export function createDirectory(database: Database, options: { defaultEngine?: s
   const defaultEngine = options.defaultEngine ?? 'offline';
 
   async function findAgent(tx: Transaction, name: string): Promise<Agent> {
-    const { rows } = await tx.query<AgentRow>('select * from agents where lower(name) = lower($1)', [name.trim().normalize('NFC')]);
+    const { rows } = await tx.query<AgentRow>(`select * from agents where lower(name) = lower($1) and status <> 'purged'`, [name.trim().normalize('NFC')]);
     if (rows[0] === undefined) throw new NotFoundError('agent_not_found', `No agent named ${JSON.stringify(name)}. roster agent list shows them.`);
     return toAgent(rows[0]);
   }
@@ -130,7 +129,7 @@ export function createDirectory(database: Database, options: { defaultEngine?: s
       const job = input.job.trim();
       if (job.length === 0 || job.length > 500) throw new InvalidInputError('An agent needs a job sentence of 1 to 500 characters, like "finds and checks sources".');
       return database.adminScope('owner: add an agent', async (tx) => {
-        const taken = await tx.query('select 1 from agents where lower(name) = lower($1)', [name]);
+        const taken = await tx.query(`select 1 from agents where lower(name) = lower($1) and status <> 'purged'`, [name]);
         if (taken.rows.length > 0) throw new RosterError('agent_exists', `An agent named ${name} already exists.`);
         const { rows } = await tx.query<AgentRow>(
           'insert into agents (name, job, engine, instructions) values ($1, $2, $3, $4) returning *',
@@ -143,7 +142,7 @@ export function createDirectory(database: Database, options: { defaultEngine?: s
     async listAgents(options = {}) {
       return database.adminScope('owner: list agents', async (tx) => {
         const { rows } = await tx.query<AgentRow>(
-          `select * from agents where $1 or status = 'active' order by lower(name)`,
+          `select * from agents where ($1 and status = 'archived') or status = 'active' order by lower(name)`,
           [options.includeArchived === true],
         );
         return rows.map(toAgent);
@@ -181,7 +180,7 @@ export function createDirectory(database: Database, options: { defaultEngine?: s
       const next = agentName(newName);
       return database.adminScope('owner: rename an agent', async (tx) => {
         const agent = await findAgent(tx, name);
-        const taken = await tx.query<{ name: string }>('select name from agents where lower(name) = lower($1) and id <> $2', [next, agent.id]);
+        const taken = await tx.query<{ name: string }>(`select name from agents where lower(name) = lower($1) and id <> $2 and status <> 'purged'`, [next, agent.id]);
         if (taken.rows[0] !== undefined) {
           throw new RosterError('agent_exists', `The name ${next} is taken by the agent ${taken.rows[0].name} (names are unique whatever their case); choose another.`);
         }
@@ -215,16 +214,6 @@ export function createDirectory(database: Database, options: { defaultEngine?: s
       }),
 
     personByName: (name) => database.adminScope('owner: find a person', (tx) => findPerson(tx, name)),
-
-    async personByIdentity(channel, externalId) {
-      return database.adminScope('core: resolve a sender', async (tx) => {
-        const { rows } = await tx.query<Person>(
-          `select p.id, p.name, p.role from identities i join people p on p.id = i.person_id where i.channel = $1 and i.external_id = $2`,
-          [channel, externalId],
-        );
-        return rows[0] ?? null;
-      });
-    },
 
     async linkIdentity(personId, channel, externalId, displayName) {
       await database.adminScope('owner: link a channel identity', (tx) => tieIdentity(tx, personId, channel, externalId, displayName));

@@ -1,11 +1,13 @@
 import type { Database, Scope } from '@roster/db';
-import { redactSecrets } from '@roster/memory';
+import { redactSecrets, validateText } from '@roster/memory';
+import type { Agent } from './directory.js';
 import type { Channel } from './directory.js';
 import type { LearningSignal } from './signals.js';
 
 /**
  * Learning events: the signals people give an agent ("that's wrong",
- * "remember", a rating) and the feedback an agent records, each under the
+ * "remember", a rating), the feedback an agent records and the lessons it
+ * proposes, each under the
  * (agent, person) it was said to, written in that scope so row-level security
  * checks it. Redacted before it is stored; a forget erases it.
  */
@@ -34,6 +36,20 @@ export class LearningEventStore {
          values ($1, $2, $3, $4, 'feedback', $5, 'agent', $6)`,
         [scope.agentId, scope.personId, scope.conversationId ?? null, input.messageId, redactSecrets(`${input.rating}: ${input.comment}`).text.slice(0, 4000), input.channel],
       );
+    });
+  }
+
+  /** An agent proposes a lesson (its propose_lesson tool): a pending approval only a person can decide on. */
+  async proposeLesson(scope: Scope, input: { agent: Agent; messageId: string; text: string; evidence?: string }): Promise<{ approvalId: string }> {
+    const clean = redactSecrets(validateText(input.text, 'lesson')).text;
+    const evidence = input.evidence === undefined ? [] : [{ note: redactSecrets(input.evidence).text, messageId: input.messageId }];
+    return this.database.withScope(scope, async (tx) => {
+      const { rows } = await tx.query<{ id: string }>(
+        `insert into approvals (agent_id, person_id, kind, text, evidence, proposed_by_kind, proposed_by)
+         values ($1, $2, 'lesson', $3, $4, 'agent', $5) returning id`,
+        [input.agent.id, scope.personId, clean, JSON.stringify(evidence), input.agent.name],
+      );
+      return { approvalId: rows[0]!.id };
     });
   }
 }

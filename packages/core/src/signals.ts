@@ -40,7 +40,7 @@ const patterns = (Object.entries(phrases) as Array<[SignalKind, readonly string[
 export function detectSignals(text: string, rating?: 'negative' | 'positive'): LearningSignal[] {
   const found: LearningSignal[] = [];
   const seen = new Set<SignalKind>();
-  for (const { kind, phrase, pattern } of patterns) {
+  for (const { kind, pattern } of patterns) {
     if (seen.has(kind)) continue;
     const match = pattern.exec(text);
     if (match !== null) {

@@ -168,7 +168,9 @@ export function memoryTools(host: ToolHost): EngineTool[] {
         const context = currentTurn();
         try {
           await requireMatch(host.memory, scoped(context), input.factId, input.request, 'forgotten');
+          const fact = await host.memory.get(scoped(context), input.factId);
           await host.memory.forget(scoped(context), input.factId, provenance(context, 'forget'));
+          context.forgotten.push(fact.content ?? '', input.request);
           return { forgotten: true };
         } catch (error) {
           return refusal(error);

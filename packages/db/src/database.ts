@@ -60,6 +60,15 @@ export interface Database {
    */
   ownerScope<T>(reason: string, fn: (tx: Transaction) => Promise<T>): Promise<T>;
 
+  /**
+   * Run `fn` on one connection as the connecting role, outside any
+   * transaction: each statement commits on its own. For the maintenance
+   * Postgres refuses inside a transaction block (VACUUM, CHECKPOINT), which
+   * needs the owner. Nothing is rolled back if `fn` fails half-way, so it
+   * holds only statements that are safe to repeat. Never for everyday work.
+   */
+  ownerSession<T>(reason: string, fn: (session: Transaction) => Promise<T>): Promise<T>;
+
   /** One statement as the application role with no scope: sees no memory row. */
   query<Row extends pg.QueryResultRow = pg.QueryResultRow>(text: string, params?: readonly unknown[]): Promise<pg.QueryResult<Row>>;
 
@@ -143,6 +152,25 @@ export function createPoolDatabase(options: PoolDatabaseOptions): Database {
         const tx: Transaction = { query: (text, params) => client.query(text, params as unknown[]) };
         return activeScope.run({ database, scope: 'admin' }, () => fn(tx));
       });
+    },
+
+    async ownerSession(reason, fn) {
+      ensureOpen();
+      refuseNesting();
+      if (reason.trim() === '') throw new RosterError('admin_reason_missing', 'ownerSession needs a reason that names the tool using it.');
+      options.onAdmin?.(`owner session: ${reason}`);
+      const client = await pool.connect();
+      let broken = false;
+      try {
+        const session: Transaction = { query: (text, params) => client.query(text, params as unknown[]) };
+        return await activeScope.run({ database, scope: 'admin' }, () => fn(session));
+      } catch (error) {
+        // A connection left inside a transaction by a failed statement is not handed to the next caller.
+        broken = true;
+        throw error;
+      } finally {
+        client.release(broken);
+      }
     },
 
     async query(text, params) {

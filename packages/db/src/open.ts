@@ -87,9 +87,17 @@ export async function openPglite(dataDir: string): Promise<{ pglite: PGlite; rel
  * but is not a superuser and cannot bypass row-level security. Everything
  * after, migrations included, runs as it or as the roles it creates.
  * Folders made before this model have their objects handed to it.
+ *
+ * Forgetting reaches the files too (the erase job). The bootstrap lets the
+ * owner retire WAL segments (switch to a new one, checkpoint, list them), and
+ * turns WAL recycling off for the session: a recycled segment is an old one
+ * renamed for reuse, its old records still inside until overwritten, so a
+ * forgotten fact's words would outlive every checkpoint. Without recycling a
+ * finished segment is deleted and a new one starts zero-filled.
  */
 const embeddedBootstrap = `
 create extension if not exists vector;
+set wal_recycle = off;
 do $bootstrap$
 declare
   item record;
@@ -98,6 +106,8 @@ begin
     create role roster_owner nologin createrole nobypassrls;
   end if;
   grant all on schema public to roster_owner;
+  grant pg_checkpoint to roster_owner;
+  grant execute on function pg_switch_wal(), pg_ls_waldir() to roster_owner;
   for item in
     select c.relname from pg_class c join pg_namespace n on n.oid = c.relnamespace
     where n.nspname = 'public' and c.relkind in ('r', 'p', 'v', 'm', 'S') and pg_get_userbyid(c.relowner) = current_user

@@ -198,12 +198,13 @@ function engineFailure(id: string, error: unknown, secrets: readonly string[]): 
     const said = last.message.trim().replace(/\.$/, '');
     const answered = status === undefined ? `could not be reached (${said})` : `answered ${status}: ${said}`;
     const message = `${id} ${answered}; ${adviceFor(status, last.isRetryable)}`;
-    return new RosterError('engine_failed', scrub(message, secrets), { cause: error, retryable: last.isRetryable });
+    const storable = `${id} ${status === undefined ? 'could not be reached' : `answered ${status}`}; ${adviceFor(status, last.isRetryable)}`;
+    return new RosterError('engine_failed', scrub(message, secrets), { cause: error, retryable: last.isRetryable, storable: scrub(storable, secrets) });
   }
   if (error === undefined) {
     return new RosterError('engine_failed', scrub(`${id} stopped before it answered; try again`, secrets), { retryable: true });
   }
-  return new RosterError('engine_failed', scrub(`${id} failed: ${errorText(last)}`, secrets), { cause: error });
+  return new RosterError('engine_failed', scrub(`${id} failed: ${errorText(last)}`, secrets), { cause: error, storable: scrub(`${id} failed`, secrets) });
 }
 
 function adviceFor(status: number | undefined, retryable: boolean): string {

@@ -9,6 +9,12 @@ export interface RosterErrorOptions {
    * Workers turn a non-retryable failure into an unrecoverable job.
    */
   retryable?: boolean;
+  /**
+   * The message without anything the far side of a network said (a
+   * provider's error text can repeat the words it was sent): what places that
+   * keep errors store, like a failed job in Redis. Defaults to the message.
+   */
+  storable?: string;
 }
 
 /**
@@ -21,6 +27,8 @@ export interface RosterErrorOptions {
 export class RosterError extends Error {
   readonly code: string;
   readonly retryable: boolean;
+  /** The message fit to be kept where a forget cannot reach: no text from the far side of a network. */
+  readonly storable: string;
   private readonly [marker] = true;
 
   constructor(code: string, message: string, options: RosterErrorOptions = {}) {
@@ -28,6 +36,7 @@ export class RosterError extends Error {
     this.name = 'RosterError';
     this.code = code;
     this.retryable = options.retryable ?? false;
+    this.storable = options.storable ?? message;
   }
 
   static isInstance(error: unknown): error is RosterError {

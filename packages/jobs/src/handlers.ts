@@ -1,44 +1,15 @@
-import type { Logger } from '@roster/config';
-import type { Agent, Directory, Engine } from '@roster/core';
-import type { Database, Scope } from '@roster/db';
+import type { Scope } from '@roster/db';
 import { RosterError } from '@roster/errors';
-import { contentHash, ensureEmbeddingModel, fade, isNearDuplicate, minhash, redactSecrets, writeEmbedding, type Memory } from '@roster/memory';
-import { lessonTextProblem } from './lessons.js';
-import { dueCases, replayCase, type MirrorRunResult } from './mirror.js';
+import { contentHash, fade } from '@roster/memory';
+import { eraseForgotten } from './erase.js';
+import { canJudge, dueCases, noJudgeNotice, replayCase, type MirrorRunResult } from './mirror.js';
+import { reviewLessons } from './review.js';
+import { agentsOf, type JobDependencies, type JobRun } from './job-dependencies.js';
 import type { JobName, JobPayload } from './queues.js';
 
-export interface JobDependencies {
-  database: Database;
-  memory: Memory;
-  directory: Directory;
-  engineFor: (agent: Agent) => Engine;
-  /** The engine that judges mirror replays (a separate call from the agent's). */
-  judgeFor: (agent: Agent) => Engine;
-  logger?: Logger;
-}
-
-export interface JobRun {
-  /** Long jobs report how far they are (BullMQ's job.updateProgress). */
-  progress(value: number | Record<string, unknown>): Promise<void>;
-}
+export type { JobDependencies, JobRun } from './job-dependencies.js';
 
 type Handler<N extends JobName> = (deps: JobDependencies, payload: JobPayload<N>, run: JobRun) => Promise<Record<string, unknown>>;
-
-async function agentsOf(deps: JobDependencies, agentId: string | undefined): Promise<Agent[]> {
-  if (agentId !== undefined) return [await deps.directory.agentById(agentId)];
-  return deps.directory.listAgents();
-}
-
-/** The words of a learning event with its signal phrase taken off: "from now on, answer in Italian" → "Answer in Italian." */
-export function lessonText(text: string): string {
-  const stripped = text
-    .trim()
-    .replace(/^(that's wrong|that is wrong|you're wrong|you are wrong|no|actually|from now on|next time|la prossima volta|d'ora in poi|da ora in poi|hai sbagliato|sbagliato)[\s,:;.!-]*/iu, '')
-    .trim();
-  if (stripped === '') return '';
-  const sentence = stripped.charAt(0).toUpperCase() + stripped.slice(1);
-  return /[.!?]$/.test(sentence) ? sentence : `${sentence}.`;
-}
 
 const idle = (minutes: number | undefined) => `${Math.max(0, minutes ?? 30)} minutes`;
 
@@ -79,9 +50,16 @@ export const handlers: { [N in JobName]: Handler<N> } = {
 
   async mirror(deps, payload, run) {
     const results: Array<Omit<MirrorRunResult, 'reason'> & { agent: string }> = [];
+    const unjudged: Array<{ agent: string; waiting: number }> = [];
     const agents = await agentsOf(deps, payload.agentId);
     for (const agent of agents) {
-      for (const item of await dueCases(deps.database, agent.id, payload.limit ?? 5, new Date(), payload.rerunAfterHours ?? 20)) {
+      const due = await dueCases(deps.database, agent.id, payload.limit ?? 5, new Date(), payload.rerunAfterHours ?? 20);
+      if (!canJudge(deps.judgeFor(agent))) {
+        // Said once in the result (and by the report and doctor), not recorded as an error run every night.
+        if (due.length > 0) unjudged.push({ agent: agent.name, waiting: due.length });
+        continue;
+      }
+      for (const item of due) {
         // A job's result lands in Redis: ids, verdicts and counts, never the judge's reason or the answer (those stay in mirror_runs, which forget reaches).
         const { reason: _reason, ...replay } = await replayCase(deps, agent, item);
         results.push({ agent: agent.name, ...replay });
@@ -94,58 +72,11 @@ export const handlers: { [N in JobName]: Handler<N> } = {
       failed: results.filter((result) => result.verdict === 'fail').length,
       errors: results.filter((result) => result.verdict === 'error').length,
       results,
+      ...(unjudged.length > 0 ? { notice: noJudgeNotice, unjudged } : {}),
     };
   },
 
-  async review(deps, payload) {
-    let proposed = 0;
-    const skipped: string[] = [];
-    for (const agent of await agentsOf(deps, payload.agentId)) {
-      const events = await deps.database.adminScope('review: read learning events', async (tx) => {
-        const { rows } = await tx.query<{ id: string; person_id: string | null; message_id: string | null; text: string; kind: string }>(
-          `select id, person_id, message_id, text, kind from learning_events
-           where agent_id = $1 and actor_kind = 'person' and kind in ('correction', 'preference', 'negative-rating') and text <> ''
-           order by created_at`,
-          [agent.id],
-        );
-        return rows;
-      });
-      // Group the statements that say the same thing (near-duplicates of their words).
-      const groups: Array<{ text: string; signature: number[]; evidence: typeof events; personId: string | null }> = [];
-      for (const event of events) {
-        const text = lessonText(event.text);
-        if (text === '') continue;
-        if (event.person_id !== null && (await deps.memory.isTombstoned({ agentId: agent.id, personId: event.person_id, audience: 'private' }, text))) continue;
-        const signature = minhash(text);
-        // Without a judge to paraphrase them, one person's words never become another person's prompt: groups stay per person.
-        const group = groups.find((candidate) => candidate.personId === event.person_id && isNearDuplicate(candidate.signature, signature));
-        if (group === undefined) groups.push({ text, signature, evidence: [event], personId: event.person_id });
-        else {
-          group.evidence.push(event);
-          group.text = text;
-        }
-      }
-      for (const group of groups.filter((candidate) => candidate.evidence.length >= 2)) {
-        const text = redactSecrets(group.text).text;
-        const outcome = await deps.database.adminScope('review: propose a lesson for approval', async (tx) => {
-          const problem = await lessonTextProblem(tx, agent.id, text);
-          if (problem !== null) return problem;
-          const existing = await tx.query<{ text: string }>(`select text from approvals where agent_id = $1 and status in ('pending', 'rejected')`, [agent.id]);
-          if (existing.rows.some((row) => contentHash(row.text) === contentHash(text) || isNearDuplicate(minhash(row.text), group.signature))) return 'already proposed';
-          await tx.query(
-            `insert into approvals (agent_id, person_id, kind, text, evidence, confidence, proposed_by_kind, proposed_by)
-             values ($1, $2, 'lesson', $3, $4, $5, 'job', 'review')`,
-            [agent.id, group.personId, text, JSON.stringify(group.evidence.map((event) => ({ eventId: event.id, messageId: event.message_id, kind: event.kind }))), Math.min(1, group.evidence.length / 5)],
-          );
-          await tx.query('update learning_events set reviewed_at = now() where id = any($1)', [group.evidence.map((event) => event.id)]);
-          return null;
-        });
-        if (outcome === null) proposed += 1;
-        else skipped.push(`${agent.name}: ${outcome}`);
-      }
-    }
-    return { proposed, skipped };
-  },
+  review: reviewLessons,
 
   async extract(deps, payload) {
     let extracted = 0;
@@ -188,34 +119,13 @@ export const handlers: { [N in JobName]: Handler<N> } = {
   },
 
   async embed(deps, payload, run) {
-    const embedder = deps.memory.embedder;
-    const batch = 64;
-    let done = 0;
-    // --all re-embeds every fact (after a model change); otherwise only those without a vector of this model.
-    const rows = await deps.database.adminScope('embed: facts that need a vector', async (tx) => {
-      const { rows } = await tx.query<{ id: string; agent_id: string; person_id: string | null; audience: 'private' | 'agent'; content: string }>(
-        `select f.id, f.agent_id, f.person_id, f.audience, f.content from facts f
-         where f.trust <> 'forgotten' and f.content <> ''
-           and ($1::uuid is null or f.id = $1) and ($4::uuid is null or f.agent_id = $4)
-           and ($2 or not exists (select 1 from fact_embeddings e where e.fact_id = f.id and e.model = $3))
-         order by f.recorded_at`,
-        [payload.factId ?? null, payload.all === true, embedder.model, payload.agentId ?? null],
-      );
-      return rows;
+    const report = await deps.memory.embedFacts({
+      ...(payload.factId === undefined ? {} : { factId: payload.factId }),
+      ...(payload.agentId === undefined ? {} : { agentId: payload.agentId }),
+      all: payload.all === true,
+      onProgress: (progress) => run.progress(progress),
     });
-    for (let start = 0; start < rows.length; start += batch) {
-      const slice = rows.slice(start, start + batch);
-      const vectors = await embedder.embed(slice.map((row) => row.content));
-      if (embedder.dimensions > 0) await ensureEmbeddingModel(deps.database, embedder.model, embedder.dimensions);
-      await deps.database.adminScope('embed: write vectors', async (tx) => {
-        for (const [index, row] of slice.entries()) {
-          await writeEmbedding(tx, { id: row.id, agentId: row.agent_id, personId: row.person_id, audience: row.audience }, embedder.model, vectors[index]!);
-        }
-      });
-      done += slice.length;
-      await run.progress({ embedded: done, total: rows.length });
-    }
-    return { embedded: done, model: embedder.model };
+    return { ...report };
   },
 
   async episodes(deps, payload) {
@@ -235,18 +145,33 @@ export const handlers: { [N in JobName]: Handler<N> } = {
         sources.push(message.id);
       }
       const summary = lines.slice(-12).join('\n').slice(0, 4000);
-      await deps.database.adminScope('episodes: write a summary', async (tx) => {
+      const wrote = await deps.database.adminScope('episodes: write a summary', async (tx) => {
+        // The sources are locked, so a forget either finished before (and the summary is not written: the next run
+        // rebuilds it without the words) or waits for this write and then marks the episode stale.
+        const locked = await tx.query<{ forgotten: boolean }>('select forgotten_at is not null as forgotten from messages where id = any($1) for share', [sources]);
+        if (locked.rows.some((row) => row.forgotten)) return false;
         await tx.query(
           `insert into episodes (conversation_id, agent_id, person_id, summary, source_message_ids)
            values ($1, $2, $3, $4, $5)
            on conflict (conversation_id, agent_id) do update set summary = excluded.summary, source_message_ids = excluded.source_message_ids, stale = false, updated_at = now()`,
           [conversation.id, agent.id, conversation.personId, summary, sources],
         );
+        return true;
       });
+      if (!wrote) continue;
       await mark(deps, conversation, 'summarized_until');
       written += 1;
     }
     return { episodes: written };
+  },
+
+  async erase(deps, payload, run) {
+    const report = await eraseForgotten(deps.database, {
+      ...(payload.tables === undefined ? {} : { tables: payload.tables }),
+      ...(deps.logger === undefined ? {} : { logger: deps.logger }),
+      onProgress: (progress) => run.progress(progress),
+    });
+    return { ...report };
   },
 };
 
@@ -287,6 +212,7 @@ async function idleConversations(
       `select c.id as conversation_id, a.agent_id, c.person_id, c.last_message_at, m.${column} as mark
        from conversations c
        join (select distinct conversation_id, agent_id from messages where agent_id is not null) a on a.conversation_id = c.id
+       join agents on agents.id = a.agent_id and agents.status <> 'purged'
        left join conversation_marks m on m.conversation_id = c.id and m.agent_id = a.agent_id
        where ($1::uuid is null or c.id = $1) and ($2::uuid is null or a.agent_id = $2)
          and (

@@ -95,6 +95,14 @@ export async function dueCases(database: Database, agentId: string, limit: numbe
   });
 }
 
+/** What the mirror says, once, when an agent has no engine that can judge its replays. */
+export const noJudgeNotice = 'no judge configured: the offline engine cannot judge a replay, so corrections wait; set ROSTER_JUDGE_ENGINE to a language model';
+
+/** Whether an engine can judge a replay: any language model can; the offline rule engine cannot. */
+export function canJudge(judge: Engine): boolean {
+  return judge.id !== 'offline';
+}
+
 export interface MirrorOptions {
   database: Database;
   memory: Memory;
@@ -125,6 +133,8 @@ export async function replayCase(options: MirrorOptions, agent: Agent, mirrorCas
   }
   const engine = options.engineFor(agent);
   const judge = options.judgeFor(agent);
+  // Without a judge nothing is replayed and no run is recorded: the mirror job and its report say so once.
+  if (!canJudge(judge)) throw new RosterError('judge_unavailable', noJudgeNotice);
   let answer = '';
   let verdict: MirrorRunResult['verdict'];
   let reason: string;
@@ -137,9 +147,6 @@ export async function replayCase(options: MirrorOptions, agent: Agent, mirrorCas
       tools: [],
     });
     answer = probe.text;
-    if (judge.id === 'offline') {
-      throw new RosterError('judge_unavailable', 'The offline engine cannot judge a replay: set ROSTER_JUDGE_ENGINE to a language model.');
-    }
     const judged = await judge.run({
       system: judgeSystem,
       memory: '',
@@ -155,6 +162,11 @@ export async function replayCase(options: MirrorOptions, agent: Agent, mirrorCas
     reason = error.message;
   }
   return database.adminScope('mirror: record a run', async (tx) => {
+    // A case forgotten while it was replayed records no run: its answer and reason may repeat the words.
+    const current = await tx.query<{ text: string }>('select text from mirror_cases where id = $1 for update', [mirrorCase.id]);
+    if (current.rows[0] === undefined || current.rows[0].text === '') {
+      return { caseId: mirrorCase.id, verdict: 'error' as const, reason: 'the case was forgotten while it was replayed', streak: 0, status: mirrorCase.status };
+    }
     await tx.query(
       `insert into mirror_runs (case_id, agent_id, person_id, lessons_shown, answer, verdict, reason) values ($1, $2, $3, $4, $5, $6, $7)`,
       [mirrorCase.id, agent.id, mirrorCase.personId, JSON.stringify(lessons), answer.slice(0, 8000), verdict, reason.slice(0, 2000)],
@@ -187,6 +199,8 @@ export async function replayCase(options: MirrorOptions, agent: Agent, mirrorCas
 
 export interface MirrorReport {
   agentId: string;
+  /** False when no engine can judge this agent's replays: nothing is replayed until one is configured. */
+  judged: boolean;
   /** Cases whose last verdict passed, or that graduated. */
   learned: number;
   total: number;
@@ -195,7 +209,8 @@ export interface MirrorReport {
   cases: Array<MirrorCase & { history: Array<{ verdict: string; reason: string; ranAt: Date; lessonsShown: unknown }> }>;
 }
 
-export async function mirrorReport(database: Database, agentId: string): Promise<MirrorReport> {
+export async function mirrorReport(database: Database, agentId: string, options: { judged?: boolean } = {}): Promise<MirrorReport> {
+  const judged = options.judged ?? true;
   return database.adminScope('owner: the mirror report', async (tx) => {
     const cases = (await tx.query<CaseRow>('select * from mirror_cases where agent_id = $1 order by created_at', [agentId])).rows.map(toCase);
     const runs = await tx.query<{ case_id: string; verdict: string; reason: string; ran_at: Date; lessons_shown: unknown }>(
@@ -207,6 +222,7 @@ export async function mirrorReport(database: Database, agentId: string): Promise
       history: runs.rows.filter((run) => run.case_id === item.id).map((run) => ({ verdict: run.verdict, reason: run.reason, ranAt: run.ran_at, lessonsShown: run.lessons_shown })),
     }));
     const learned = withHistory.filter((item) => item.status === 'graduated' || item.history.filter((run) => run.verdict !== 'error').at(-1)?.verdict === 'pass').length;
-    return { agentId, learned, total: cases.length, summary: `${learned} of ${cases.length} corrections no longer repeated`, cases: withHistory };
+    const summary = `${learned} of ${cases.length} corrections no longer repeated${judged ? '' : ` (${noJudgeNotice})`}`;
+    return { agentId, judged, learned, total: cases.length, summary, cases: withHistory };
   });
 }

@@ -2,7 +2,7 @@ import { Queue, type ConnectionOptions, type JobsOptions, type RedisOptions } fr
 import { z } from 'zod';
 
 /** Every job Roster runs, one queue each, so that Bull Board shows them apart. */
-export const jobNames = ['fade', 'harvest', 'mirror', 'review', 'extract', 'embed', 'episodes'] as const;
+export const jobNames = ['fade', 'harvest', 'mirror', 'review', 'extract', 'embed', 'episodes', 'erase'] as const;
 export type JobName = (typeof jobNames)[number];
 
 const agentId = z.string().uuid();
@@ -26,16 +26,22 @@ export const payloadSchemas = {
   }),
   embed: z.object({ factId: z.string().uuid().optional(), model: z.string().optional(), all: z.boolean().optional(), agentId: agentId.optional() }),
   episodes: z.object({ agentId: agentId.optional(), conversationId: z.string().uuid().optional(), idleMinutes: z.number().min(0).max(10_080).optional() }),
+  erase: z.object({
+    /** The tables forgets reached (queued by a forget); without them (a run by hand), every table that holds people's words. */
+    tables: z.array(z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/)).max(100).optional(),
+  }),
 } satisfies Record<JobName, z.ZodType>;
 
 export type JobPayload<N extends JobName> = z.output<(typeof payloadSchemas)[N]>;
 
-/** Retries with backoff; completed jobs are kept a while so that a re-add with the same id is a no-op. */
+/** Retries with backoff; completed jobs are kept a while so that a re-add with the same id is a no-op; no stack is kept. */
 export const defaultJobOptions: JobsOptions = {
   attempts: 4,
   backoff: { type: 'exponential', delay: 2000 },
   removeOnComplete: { age: 7 * 24 * 3600, count: 10_000 },
   removeOnFail: { age: 30 * 24 * 3600 },
+  // A failed job keeps its reason (a code and a message Roster wrote), not a stack: the worker's log has that.
+  stackTraceLimit: 0,
 };
 
 export interface QueueSet {

@@ -1,4 +1,3 @@
-import type { Logger } from '@roster/config';
 import { RosterError } from '@roster/errors';
 import { QueueEvents, UnrecoverableError, WaitingError, Worker, type ConnectionOptions, type Job } from 'bullmq';
 import { handlers, type JobDependencies } from './handlers.js';
@@ -75,7 +74,13 @@ export async function processJob(deps: JobDependencies, job: Job, token?: string
       await job.moveToWait(token);
       throw new WaitingError();
     }
-    if (RosterError.isInstance(error) && !error.retryable) throw new UnrecoverableError(`${error.code}: ${error.message}`);
+    // What a failed job keeps in Redis (where a forget does not reach) is the code and the storable message:
+    // never what a model or embedding server answered, which can repeat the words it was sent. The log has the rest.
+    if (RosterError.isInstance(error)) {
+      if (error.storable !== error.message) deps.logger?.warn({ queue: name, job: job.id, code: error.code, err: error }, 'job failed at the far side');
+      if (!error.retryable) throw new UnrecoverableError(`${error.code}: ${error.storable}`);
+      throw new Error(`${error.code}: ${error.storable}`);
+    }
     throw error;
   }
 }

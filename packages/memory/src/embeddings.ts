@@ -57,20 +57,30 @@ function quoteLiteral(text: string): string {
   return `'${text.replaceAll("'", "''")}'`;
 }
 
-/** Write (or replace) one fact's vector, in the caller's scoped transaction. */
+/**
+ * Write (or replace) one fact's vector, in the caller's transaction, if the
+ * fact still holds the words the vector was made from. The fact's row is
+ * locked first, so a forget that runs meanwhile either finishes before
+ * (and nothing is written) or waits and then deletes the vector. Returns
+ * whether it wrote.
+ */
 export async function writeEmbedding(
   tx: Transaction,
-  fact: { id: string; agentId: string; personId: string | null; audience: 'private' | 'agent' },
+  fact: { id: string; agentId: string; personId: string | null; audience: 'private' | 'agent'; content: string },
   model: string,
   vector: readonly number[],
-): Promise<void> {
+): Promise<boolean> {
+  const current = await tx.query<{ content: string; trust: string }>('select content, trust from facts where id = $1 for share', [fact.id]);
+  const row = current.rows[0];
+  if (row === undefined || row.trust === 'forgotten' || row.content === '' || row.content !== fact.content) return false;
   await tx.query(
     `insert into fact_embeddings (fact_id, model, agent_id, person_id, audience, embedding, searchable)
-     select $1, $2, $3, $4, $5, $6::vector, (f.trust in ('candidate', 'active', 'verified') and f.valid_to is null)
+     select $1, $2, $3, $4, $5, $6::vector, (f.trust in ('candidate', 'active', 'verified') and f.valid_to is null and f.superseded_at is null)
      from facts f where f.id = $1
      on conflict (fact_id, model) do update set embedding = excluded.embedding, searchable = excluded.searchable, created_at = now()`,
     [fact.id, model, fact.agentId, fact.personId, fact.audience, toSql(vector)],
   );
+  return true;
 }
 
 /** Embed one text with a local embedder, for writing in the same transaction. */

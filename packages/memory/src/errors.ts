@@ -16,6 +16,21 @@ export class FactStateError extends RosterError {
   }
 }
 
+/**
+ * Only a fact's current version is corrected or updated: this one was
+ * replaced (changed, corrected or restated) since. `currentId` names the
+ * version to act on instead.
+ */
+export class FactNotCurrentError extends RosterError {
+  readonly currentId: string;
+  constructor(action: string, factId: string, current: { id: string; trust: string }, why: string) {
+    const state = ['candidate', 'active', 'verified', 'disputed'].includes(current.trust) ? '' : ` (${current.trust})`;
+    super('fact_not_current', `Cannot ${action} fact ${factId}: ${why}, so it is not the current version; the current version is ${current.id}${state}.`);
+    this.name = 'FactNotCurrentError';
+    this.currentId = current.id;
+  }
+}
+
 /** The statement matches something forgotten; only the person saying it again, explicitly, brings it back. */
 export class TombstonedError extends RosterError {
   constructor() {

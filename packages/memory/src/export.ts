@@ -5,7 +5,9 @@ export type ExportFormat = 'json' | 'markdown';
 
 /**
  * A person-readable copy of one scope's memory. Forgotten facts appear only
- * as the fact that something was forgotten, never with their words.
+ * as the fact that something was forgotten, never with their words. The JSON
+ * holds every belief with its valid and record time; the Markdown each
+ * version as believed now.
  */
 export function renderExport(scope: Scope, facts: readonly Fact[], format: ExportFormat): string {
   const exportedAt = new Date().toISOString();
@@ -26,6 +28,8 @@ export function renderExport(scope: Scope, facts: readonly Fact[], format: Expor
           recordedAt: fact.recordedAt.toISOString(),
           supersededAt: fact.supersededAt?.toISOString() ?? null,
           supersededBy: fact.supersededBy,
+          restates: fact.restates,
+          restatedAs: fact.restatedAs,
           uses: fact.uses,
         })),
       },
@@ -33,16 +37,18 @@ export function renderExport(scope: Scope, facts: readonly Fact[], format: Expor
       2,
     );
   }
+  const believed = (fact: Fact) => ['active', 'verified', 'candidate'].includes(fact.trust) && fact.supersededAt === null;
   const sections: Array<[string, (fact: Fact) => boolean]> = [
-    ['What I know', (fact) => ['active', 'verified', 'candidate'].includes(fact.trust) && fact.validTo === null],
-    ['No longer true', (fact) => ['active', 'verified', 'candidate'].includes(fact.trust) && fact.validTo !== null],
+    ['What I know', (fact) => believed(fact) && fact.validTo === null],
+    ['No longer true', (fact) => believed(fact) && fact.validTo !== null],
     ['Disputed', (fact) => fact.trust === 'disputed'],
     ['Faded (restorable)', (fact) => fact.trust === 'faded'],
     ['Corrected or rejected (never true)', (fact) => fact.trust === 'retracted' || fact.trust === 'rejected'],
   ];
   const lines = ['# Memory export', '', `Exported ${exportedAt}.`, ''];
   for (const [title, belongs] of sections) {
-    const chosen = facts.filter(belongs);
+    // A belief restated by a later change is shown once, as restated.
+    const chosen = facts.filter((fact) => fact.restatedAs === null && belongs(fact));
     if (chosen.length === 0) continue;
     lines.push(`## ${title}`, '');
     for (const fact of chosen) {

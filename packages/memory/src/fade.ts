@@ -6,12 +6,13 @@ export const protectedCategories = ['identity', 'safety', 'pinned', 'preference'
 
 /**
  * One batch of fade: the oldest eligible facts (recorded and unused before
- * $1, used fewer than $2 times, not in the categories $3), at most $4, made
- * `faded`. Exported so that the jobs benchmark explains this very statement.
+ * $1, used fewer than $2 times, not in the categories $3, still believed: a
+ * belief closed in record time is history and stays as it was), at most $4,
+ * made `faded`. Exported so that the jobs benchmark explains this very statement.
  */
 export const fadeBatchStatement = `with chosen as (
   select id from facts
-  where trust in ('active', 'candidate') and recorded_at < $1
+  where trust in ('active', 'candidate') and recorded_at < $1 and superseded_at is null
     and (last_used_at is null or last_used_at < $1) and uses < $2
     and category <> all($3)
   order by recorded_at

@@ -5,6 +5,7 @@ import { factColumns, toFact, type FactRow } from './rows.js';
 import { anyWordQuery, searchFacts, type ScopeSizeCache } from './search.js';
 import { validateText } from './text.js';
 import { readableTrust, type Fact } from './types.js';
+import { isBelievedNow } from './versions.js';
 
 /**
  * When a fact matches a request. Measured by `npm run bench -- match`
@@ -167,7 +168,7 @@ export async function matchFacts(database: Database, embedder: Embedder, scope: 
     const matches: FactMatch[] = [];
     for (const row of facts.rows) {
       const fact = toFact(row);
-      if (!readableTrust.includes(fact.trust) || (fact.validTo !== null && fact.validTo <= now)) continue;
+      if (!readableTrust.includes(fact.trust) || !isBelievedNow(fact, now)) continue;
       const sharedWords = row.lexemes.filter((lexeme) => requestWords.has(lexeme)).sort();
       const wordShare = requestWords.size === 0 ? 0 : sharedWords.length / requestWords.size;
       const vector = vectors.get(fact.id);

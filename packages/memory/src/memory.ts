@@ -2,6 +2,7 @@ import { isUuid, type Database, type Scope, type ScopedTransaction } from '@rost
 import { RosterError } from '@roster/errors';
 import { appendEvent } from './audit.js';
 import type { Embedder } from './embedders/index.js';
+import { embedFacts, type EmbedFactsOptions, type EmbedFactsReport } from './embed-facts.js';
 import { embedOne, ensureEmbeddingModel, writeEmbedding } from './embeddings.js';
 import { FactNotFoundError, FactStateError, RejectedStatementError, TombstonedError } from './errors.js';
 import { renderExport, type ExportFormat } from './export.js';
@@ -11,6 +12,9 @@ import { factColumns, toFact, type FactRow } from './rows.js';
 import { ScopeSizeCache, searchFacts, type SearchOptions } from './search.js';
 import { contentHash, isNearDuplicate, minhash, normalizeText, validateText } from './text.js';
 import { readableTrust, type Actor, type Fact, type Provenance, type SearchResult, type Trust } from './types.js';
+import { believedAt, believedNow, chainIds, recordCorrection, recordUpdate, requireCurrent, versionHistory, type HistoryEntry } from './versions.js';
+
+export type { HistoryEntry } from './versions.js';
 
 export interface RememberInput {
   content: string;
@@ -18,12 +22,6 @@ export interface RememberInput {
   /** Defaults to `private` when the scope has a person, else `agent`. */
   audience?: 'private' | 'agent';
   provenance: Provenance;
-}
-
-export interface HistoryEntry {
-  fact: Fact;
-  /** How this version relates to the one asked about. */
-  relation: 'earlier' | 'this' | 'later';
 }
 
 export interface MemoryOptions {
@@ -43,10 +41,24 @@ export interface Memory {
   readonly embedder: Embedder;
   /** Register the embedder's model and index; call once before use. */
   prepare(): Promise<void>;
+  /**
+   * Remember a statement. The same words believed now are returned instead
+   * (`created: false`); words that held only until a change are recorded again
+   * when a person says them, and returned as that past version to a job or the model.
+   */
   remember(scope: Scope, input: RememberInput): Promise<{ fact: Fact; created: boolean }>;
-  /** "That was wrong": the old fact is retracted (never true); the new one takes its valid time. */
+  /**
+   * "That was wrong": the current version is retracted (from now on it held at
+   * no valid time; what was believed before now still shows it) and the new
+   * content takes its valid time. Any other version is refused (`fact_not_current`).
+   */
   correct(scope: Scope, factId: string, content: string, provenance: Provenance): Promise<{ retracted: Fact; fact: Fact }>;
-  /** "That changed": the old fact's validity ends now; the new one starts now. */
+  /**
+   * "That changed": from now on the current version is believed valid only
+   * until now (`previous`, its restatement; what was believed before now is
+   * kept as it was) and the new content holds from now. Any other version is
+   * refused (`fact_not_current`).
+   */
   update(scope: Scope, factId: string, content: string, provenance: Provenance): Promise<{ previous: Fact; fact: Fact }>;
   confirm(scope: Scope, factId: string, provenance: Provenance): Promise<Fact>;
   dispute(scope: Scope, factId: string, provenance: Provenance): Promise<Fact>;
@@ -62,8 +74,11 @@ export interface Memory {
   /** Whether an automatic path would be refused this text (it matches a tombstone). */
   isTombstoned(scope: Scope, content: string): Promise<boolean>;
   get(scope: Scope, factId: string): Promise<Fact>;
+  /** What is believed now and valid now, newest first. */
   list(scope: Scope, options?: { category?: string; limit?: number }): Promise<Fact[]>;
+  /** The versions of a fact, oldest first, each as believed now. */
   history(scope: Scope, factId: string): Promise<HistoryEntry[]>;
+  /** What was believed at `recordedAt` (default now) to hold at `validAt` (default now), to the millisecond. */
   asOf(scope: Scope, at: { validAt?: Date; recordedAt?: Date }): Promise<Fact[]>;
   search(scope: Scope, query: string, options?: SearchOptions): Promise<SearchResult[]>;
   /**
@@ -73,6 +88,8 @@ export interface Memory {
    */
   match(scope: Scope, request: string, options?: MatchOptions): Promise<FactMatch[]>;
   recordUse(scope: Scope, factIds: readonly string[], reason: UseReason, actor: Actor): Promise<number>;
+  /** Compute the vectors facts lack (the embed job); a fact forgotten meanwhile gets none. */
+  embedFacts(options?: EmbedFactsOptions): Promise<EmbedFactsReport>;
   export(scope: Scope, format: ExportFormat): Promise<string>;
 }
 
@@ -103,7 +120,7 @@ export function createMemory(options: MemoryOptions): Memory {
 
   async function storeVector(tx: ScopedTransaction, fact: Fact, vector: number[] | null): Promise<void> {
     if (vector !== null) {
-      await writeEmbedding(tx, fact, embedder.model, vector);
+      await writeEmbedding(tx, { ...fact, content: fact.content ?? '' }, embedder.model, vector);
       return;
     }
     await tx.query(
@@ -173,14 +190,14 @@ export function createMemory(options: MemoryOptions): Memory {
 
   async function insertFact(
     tx: ScopedTransaction,
-    input: { content: string; hash: string; category: string; audience: 'private' | 'agent'; trust: Trust; provenance: Provenance; validFrom?: Date; validTo?: Date | null },
+    input: { content: string; hash: string; category: string; audience: 'private' | 'agent'; trust: Trust; provenance: Provenance },
   ): Promise<Fact> {
     const { scope } = tx;
     const personId = input.audience === 'agent' && scope.personId === null ? null : scope.personId;
     const { rows } = await tx.query<FactRow>(
-      `insert into facts as f (agent_id, person_id, audience, content, content_hash, category, trust, valid_from, valid_to,
+      `insert into facts as f (agent_id, person_id, audience, content, content_hash, category, trust,
          source_message_ids, actor_kind, actor_id, channel, tool, untrusted_input)
-       values ($1, $2, $3, $4, $5, $6, $7, coalesce($8, now()), $9, $10, $11, $12, $13, $14, $15)
+       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
        returning ${factColumns}`,
       [
         scope.agentId,
@@ -190,8 +207,6 @@ export function createMemory(options: MemoryOptions): Memory {
         input.hash,
         input.category,
         input.trust,
-        input.validFrom ?? null,
-        input.validTo ?? null,
         input.provenance.sourceMessageIds ?? [],
         input.provenance.actor.kind,
         input.provenance.actor.id ?? null,
@@ -231,6 +246,7 @@ export function createMemory(options: MemoryOptions): Memory {
   async function transition(scope: Scope, factId: string, from: readonly Trust[], to: Trust, action: string, provenance: Provenance): Promise<Fact> {
     return database.withScope(scope, async (tx) => {
       const fact = await loadFact(tx, factId, true);
+      await refuseRestated(tx, fact, action);
       if (!from.includes(fact.trust)) {
         throw new FactStateError(`Cannot ${action} a fact that is ${fact.trust}; it must be ${from.join(' or ')}.`);
       }
@@ -242,40 +258,27 @@ export function createMemory(options: MemoryOptions): Memory {
     });
   }
 
+  /** A row whose belief was restated is history: a state change goes to the current version. */
+  async function refuseRestated(tx: ScopedTransaction, fact: Fact, action: string): Promise<void> {
+    if (fact.restatedAs !== null) await requireCurrent(tx, fact, action);
+  }
+
+  /** Correct or update the current version of a fact; see versions.ts for what each records. */
   async function replace(scope: Scope, factId: string, content: string, provenance: Provenance, kind: 'correct' | 'update') {
     const next = prepareContent(content);
     validProvenance(provenance);
     const vector = await vectorFor(next.content);
     return database.withScope(scope, async (tx) => {
       const old = await loadFact(tx, factId, true);
+      if (old.trust === 'forgotten') throw new FactStateError(`Cannot ${kind} a fact that is forgotten.`);
+      await requireCurrent(tx, old, kind);
       if (!liveTrust.includes(old.trust)) throw new FactStateError(`Cannot ${kind} a fact that is ${old.trust}.`);
       await admit(tx, next.content, next.hash, provenance);
-      const fact = await insertFact(tx, {
-        ...next,
-        category: old.category,
-        audience: old.audience,
-        trust: trustFor(provenance),
-        provenance,
-        ...(kind === 'correct' ? { validFrom: old.validFrom, validTo: old.validTo } : {}),
-      });
-      const changed =
-        kind === 'correct'
-          ? await tx.query<FactRow>(
-              `update facts f set trust = 'retracted', superseded_at = now(), superseded_by = $2 where f.id = $1 returning ${factColumns}`,
-              [old.id, fact.id],
-            )
-          : await tx.query<FactRow>(
-              `update facts f set valid_to = greatest(now(), f.valid_from), superseded_by = $2 where f.id = $1 returning ${factColumns}`,
-              [old.id, fact.id],
-            );
-      if (kind === 'update') {
-        // The new version starts exactly where the old one ends.
-        await tx.query('update facts set valid_from = $2 where id = $1', [fact.id, changed.rows[0]!.valid_to]);
-      }
+      const written = await insertFact(tx, { ...next, category: old.category, audience: old.audience, trust: trustFor(provenance), provenance });
+      const { previous, fact } = kind === 'correct' ? await recordCorrection(tx, old, written) : await recordUpdate(tx, old, written);
       await storeVector(tx, fact, vector);
-      const reloaded = await loadFact(tx, fact.id);
-      await event(tx, provenance.actor, kind, reloaded, { previous: old.id, content_sha256: next.hash });
-      return { old: toFact(changed.rows[0]!), fact: reloaded };
+      await event(tx, provenance.actor, kind, fact, { previous: old.id, ...(kind === 'update' ? { restated: previous.id } : {}), content_sha256: next.hash });
+      return { old: previous, fact };
     });
   }
 
@@ -293,13 +296,20 @@ export function createMemory(options: MemoryOptions): Memory {
       }
       const vector = await vectorFor(next.content);
       return database.withScope(scope, async (tx) => {
-        const duplicate = await tx.query<FactRow>(
-          `select ${factColumns} from facts f
+        // The same words as believed now, else as they held until a change (a restatement).
+        const known = await tx.query<FactRow & { believed_now: boolean }>(
+          `select ${factColumns}, (${believedNow('f')}) as believed_now from facts f
            where f.content_hash = $1 and f.audience = $2 and f.person_id is not distinct from $3
-             and f.trust = any($4) limit 1`,
+             and f.trust = any($4) and f.superseded_at is null
+           order by believed_now desc, f.recorded_at desc limit 1`,
           [next.hash, audience, audience === 'agent' && scope.personId === null ? null : scope.personId, readableTrust],
         );
-        if (duplicate.rows[0] !== undefined) return { fact: toFact(duplicate.rows[0]), created: false };
+        const duplicate = known.rows[0];
+        // Words believed now are not remembered twice. Words that held only until a change are
+        // recorded again when a person says them; an automatic path (a job, the model by itself)
+        // re-reading old messages gets the past version back instead of reviving it.
+        const saidByPerson = input.provenance.actor.kind === 'person' || input.provenance.actor.kind === 'owner';
+        if (duplicate !== undefined && (duplicate.believed_now || !saidByPerson)) return { fact: toFact(duplicate), created: false };
         await admit(tx, next.content, next.hash, input.provenance);
         const fact = await insertFact(tx, { ...next, category, audience, trust: trustFor(input.provenance), provenance: input.provenance });
         await storeVector(tx, fact, vector);
@@ -321,6 +331,7 @@ export function createMemory(options: MemoryOptions): Memory {
     async confirm(scope, factId, provenance) {
       return database.withScope(scope, async (tx) => {
         const fact = await loadFact(tx, factId, true);
+        await refuseRestated(tx, fact, 'confirm');
         if (!['candidate', 'active', 'verified', 'disputed'].includes(fact.trust)) {
           throw new FactStateError(`Cannot confirm a fact that is ${fact.trust}.`);
         }
@@ -344,17 +355,12 @@ export function createMemory(options: MemoryOptions): Memory {
         const fact = await loadFact(tx, factId, true);
         if (fact.trust === 'forgotten' || fact.content === null) throw new FactStateError('That fact is already forgotten.');
         const hash = contentHash(fact.content);
-        // The whole chain goes: every earlier and later version (retracted, superseded) and every copy with the same words.
+        // The whole chain goes: every earlier and later version (retracted, changed, restated) and every copy with the same words.
         const chain = await tx.query<{ id: string; content: string; source_message_ids: string[] }>(
-          `with recursive versions as (
-             select f.id, f.superseded_by from facts f where f.id = $1
-             union
-             select f.id, f.superseded_by from facts f join versions v on f.superseded_by = v.id or f.id = v.superseded_by
-           )
-           select f.id, f.content, f.source_message_ids from facts f
-           where (f.id in (select id from versions) or (f.content_hash = $2 and f.person_id is not distinct from $3))
+          `select f.id, f.content, f.source_message_ids from facts f
+           where (f.id = any($1) or (f.content_hash = $2 and f.person_id is not distinct from $3))
              and f.trust <> 'forgotten'`,
-          [fact.id, hash, fact.personId],
+          [await chainIds(tx, fact.id), hash, fact.personId],
         );
         const ids = [...new Set([fact.id, ...chain.rows.map((row) => row.id)])];
         const phrases = [...new Set([fact.content, ...chain.rows.map((row) => row.content)].map(normalizeText).filter((phrase) => phrase !== ''))];
@@ -372,6 +378,8 @@ export function createMemory(options: MemoryOptions): Memory {
         const forgotten = await loadFact(tx, fact.id);
         const tombstoneId = tombstone.rows[0]!.id;
         const reach = erased.rows[0]?.counts ?? {};
+        // The files too: an erase job rewrites every table this forget reached (one pending erase, however many forgets).
+        await tx.query('select roster_queue_erase($1)', [['facts', 'fact_embeddings', ...Object.keys(reach)]]);
         const messagesErased = Number(reach['messages'] ?? 0);
         await event(tx, provenance.actor, 'forget', forgotten, { tombstone: tombstoneId, facts: ids, erased: reach });
         return { fact: forgotten, tombstoneId, messagesErased, erased: reach };
@@ -403,7 +411,7 @@ export function createMemory(options: MemoryOptions): Memory {
       return database.withScope(scope, async (tx) => {
         const { rows } = await tx.query<FactRow>(
           `select ${factColumns} from facts f
-           where f.trust = any($1) and ($2::text is null or f.category = $2) and (f.valid_to is null or f.valid_to > now())
+           where f.trust = any($1) and ($2::text is null or f.category = $2) and ${believedNow('f')}
            order by f.recorded_at desc, f.id limit $3`,
           [readableTrust, options.category ?? null, limit],
         );
@@ -414,41 +422,17 @@ export function createMemory(options: MemoryOptions): Memory {
     async history(scope, factId) {
       return database.withScope(scope, async (tx) => {
         const fact = await loadFact(tx, factId);
-        // Walk back through predecessors and forward through successors.
-        const { rows } = await tx.query<FactRow & { relation: HistoryEntry['relation']; depth: number }>(
-          `with recursive earlier as (
-             select f.*, 0 as depth from facts f where f.id = $1
-             union all
-             select p.*, e.depth - 1 from facts p join earlier e on p.superseded_by = e.id where e.depth > -100
-           ), later as (
-             select f.*, 0 as depth from facts f where f.id = $1
-             union all
-             select n.*, l.depth + 1 from facts n join later l on n.id = l.superseded_by where l.depth < 100
-           )
-           select ${factColumns}, depth from (
-             select * from earlier union all select * from later where depth > 0
-           ) f order by depth`,
-          [fact.id],
-        );
-        return rows.map((row) => ({ fact: toFact(row), relation: row.depth < 0 ? 'earlier' : row.depth > 0 ? 'later' : 'this' }));
+        return versionHistory(tx, fact.id);
       });
     },
 
     async asOf(scope, at) {
       const validAt = at.validAt ?? new Date();
       const recordedAt = at.recordedAt ?? new Date();
-      return database.withScope(scope, async (tx) => {
-        const { rows } = await tx.query<FactRow>(
-          `select ${factColumns} from facts f
-           where f.trust not in ('forgotten', 'faded')
-             and f.recorded_at <= $2 and (f.superseded_at is null or f.superseded_at > $2)
-             and f.valid_from <= $1 and (f.valid_to is null or f.valid_to > $1)
-             and (f.trust <> 'disputed')
-           order by f.valid_from, f.recorded_at`,
-          [validAt, recordedAt],
-        );
-        return rows.map(toFact);
-      });
+      for (const [name, value] of [['validAt', validAt], ['recordedAt', recordedAt]] as const) {
+        if (!(value instanceof Date) || Number.isNaN(value.getTime())) throw new RosterError('memory_input_invalid', `${name} must be a valid time.`);
+      }
+      return database.withScope(scope, (tx) => believedAt(tx, validAt, recordedAt));
     },
 
     async search(scope, query, options) {
@@ -472,6 +456,10 @@ export function createMemory(options: MemoryOptions): Memory {
         for (const row of rows) await event(tx, actor, 'use', toFact(row), { reason });
         return rows.length;
       });
+    },
+
+    embedFacts(options) {
+      return embedFacts(database, embedder, options);
     },
 
     async export(scope, format) {

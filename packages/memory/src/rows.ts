@@ -3,7 +3,7 @@ import type { Fact } from './types.js';
 /** The columns every fact read selects, in the order `toFact` expects. */
 export const factColumns = `f.id, f.agent_id, f.person_id, f.audience, f.content, f.category, f.trust, f.valid_from, f.valid_to,
   f.recorded_at, f.superseded_at, f.superseded_by, f.source_message_ids, f.actor_kind, f.actor_id, f.channel, f.tool,
-  f.untrusted_input, f.uses, f.last_used_at`;
+  f.untrusted_input, f.uses, f.last_used_at, f.restates, f.restated_as`;
 
 export interface FactRow {
   id: string;
@@ -26,6 +26,8 @@ export interface FactRow {
   untrusted_input: boolean;
   uses: number;
   last_used_at: Date | null;
+  restates: string | null;
+  restated_as: string | null;
 }
 
 export function toFact(row: FactRow): Fact {
@@ -50,5 +52,7 @@ export function toFact(row: FactRow): Fact {
     untrustedInput: row.untrusted_input,
     uses: row.uses,
     lastUsedAt: row.last_used_at,
+    restates: row.restates,
+    restatedAs: row.restated_as,
   };
 }

@@ -6,6 +6,7 @@ import { vectorExpression } from './embeddings.js';
 import { factColumns, toFact, type FactRow } from './rows.js';
 import { validateText } from './text.js';
 import { readableTrust, type Fact, type SearchResult, type Trust } from './types.js';
+import { isBelievedNow } from './versions.js';
 
 export interface SearchOptions {
   /** How many results at most (default 10). */
@@ -150,7 +151,7 @@ export async function searchFacts(database: Database, embedder: Embedder, scope:
     }
     const fullTextById = new Map(fullText.map((hit) => [hit.id, hit]));
     const vectorById = new Map(vector.map((hit) => [hit.id, hit]));
-    const readable = facts.rows.map(toFact).filter((fact) => readableTrust.includes(fact.trust) && (fact.validTo === null || fact.validTo > now));
+    const readable = facts.rows.map(toFact).filter((fact) => readableTrust.includes(fact.trust) && isBelievedNow(fact, now));
     const scored = readable.map((fact) => {
       const ft = fullTextById.get(fact.id);
       const vec = vectorById.get(fact.id);

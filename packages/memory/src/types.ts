@@ -40,10 +40,13 @@ export interface Fact {
   content: string | null;
   category: string;
   trust: Trust;
+  /** Valid time: when the content holds, from `validFrom` until `validTo` (null: still). */
   validFrom: Date;
   validTo: Date | null;
+  /** Record time: this belief was held from `recordedAt` until `supersededAt` (null: still held). */
   recordedAt: Date;
   supersededAt: Date | null;
+  /** The next version of the fact: the row an update or a correction wrote. */
   supersededBy: string | null;
   sourceMessageIds: string[];
   actorKind: Actor['kind'];
@@ -53,6 +56,10 @@ export interface Fact {
   untrustedInput: boolean;
   uses: number;
   lastUsedAt: Date | null;
+  /** This row restates that one: the same version, its validity closed by a later change. */
+  restates: string | null;
+  /** This row's belief was restated (its validity closed) by that row. */
+  restatedAs: string | null;
 }
 
 /** Why a search result was chosen, so a page can say it. */

@@ -140,8 +140,9 @@ export async function runAgentPurge(args: string[], io: CommandIo): Promise<numb
   if (positionals.length !== 1) throw new UsageError('Name one archived agent: roster agent purge NAME --confirm NAME.');
   const { database, roster } = await openRoster(io);
   try {
-    const { facts } = await roster.core.purgeAgent(positionals[0]!, typeof values.confirm === 'string' ? values.confirm : '');
-    io.out(`Purged: ${facts} fact${facts === 1 ? '' : 's'} forgotten, each leaving a tombstone and an audit event.`);
+    const { facts, erased } = await roster.core.purgeAgent(positionals[0]!, typeof values.confirm === 'string' ? values.confirm : '');
+    const places = Object.entries(erased).filter(([, count]) => count > 0).map(([place, count]) => `${count} ${place.replaceAll('_', ' ')}`);
+    io.out(`Purged: ${facts} fact${facts === 1 ? '' : 's'} forgotten, each leaving a tombstone and an audit event${places.length > 0 ? `; erased ${places.join(', ')}` : ''}.`);
     return exitCode.ok;
   } finally {
     await database.close();

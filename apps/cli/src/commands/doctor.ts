@@ -2,6 +2,7 @@ import { isLoopbackUrl, redactUrl, type Config } from '@roster/config';
 import { compareVersions, loadMigrations, minimumPgvector, openDatabase, type Database } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { channelStatus } from '@roster/gateway';
+import { noJudgeNotice } from '@roster/jobs';
 import { redisStatus } from '@roster/redis';
 import type { CommandIo } from '../io.js';
 import { exitCode } from '../io.js';
@@ -44,6 +45,7 @@ export async function runDoctor(args: string[], io: CommandIo): Promise<number> 
       : { name: 'redis', status: 'fail', detail: `${redis}. roster start would start a private redis-server if one is installed.` },
   );
   checks.push(await modelCheck('engine', config.ROSTER_ENGINE, config));
+  checks.push(await judgeCheck(config));
   checks.push(await modelCheck('embedder', config.ROSTER_EMBEDDER, config));
   for (const channel of channelStatus(config)) {
     const misconfigured = !channel.configured && !channel.detail.startsWith('not configured');
@@ -125,6 +127,21 @@ async function rolesCheck(database: Database): Promise<Check> {
     };
   }
   return { name: 'roles', status: 'ok', detail: `owner ${state.owner}${state.superuser ? ' (a superuser: row-level security is not tried on it)' : ''}; roster_app and roster_ops` };
+}
+
+/**
+ * Who judges the mirror's replays: ROSTER_JUDGE_ENGINE, or else each agent's
+ * own engine. The offline engine cannot judge, so with it and no judge the
+ * mirror replays nothing: said here, as "off", rather than as a failed run
+ * every night.
+ */
+async function judgeCheck(config: Config): Promise<Check> {
+  if (config.ROSTER_JUDGE_ENGINE !== undefined) {
+    const check = await modelCheck('judge', config.ROSTER_JUDGE_ENGINE, config);
+    return config.ROSTER_JUDGE_ENGINE.startsWith('offline') ? { name: 'judge', status: 'fail', detail: `ROSTER_JUDGE_ENGINE=offline cannot judge: ${noJudgeNotice.split(': ').slice(1).join(': ')}` } : check;
+  }
+  if (config.ROSTER_ENGINE.startsWith('offline')) return { name: 'judge', status: 'off', detail: `${noJudgeNotice} (an agent on a language model judges its own)` };
+  return { name: 'judge', status: 'ok', detail: `each agent's own engine (ROSTER_JUDGE_ENGINE unset)` };
 }
 
 /** An engine or embedder reference, checked for what it needs: a key, or a server that answers. */

@@ -1,4 +1,4 @@
-import { connectionFromUrl, isJobName, jobNames, runJobNow, mirrorReport, listApprovals, approveLesson, rejectApproval, listLessons, retireLesson } from '@roster/jobs';
+import { canJudge, connectionFromUrl, isJobName, jobNames, runJobNow, mirrorReport, listApprovals, approveLesson, rejectApproval, listLessons, retireLesson } from '@roster/jobs';
 import { locateRedis } from '@roster/redis';
 import { RosterError, UsageError } from '@roster/errors';
 import type { CommandIo } from '../io.js';
@@ -15,6 +15,7 @@ export async function runJobsRun(args: string[], io: CommandIo): Promise<number>
   );
   const name = positionals[0];
   if (positionals.length !== 1 || name === undefined || !isJobName(name)) throw new UsageError(`Name one job: ${jobNames.join(', ')}.`);
+  if (name === 'erase' && typeof values.agent === 'string') throw new UsageError('erase works on the whole database: it takes no --agent.');
   const timeoutSeconds = parseInteger(values.timeout as string | undefined, '--timeout', 1, 86_400) ?? 600;
   const { database, roster, config } = await openRoster(io);
   try {
@@ -50,7 +51,7 @@ export async function runMirrorReport(args: string[], io: CommandIo): Promise<nu
   const { database, roster } = await openRoster(io);
   try {
     const agent = await roster.core.directory.agentByName(values.agent);
-    const report = await mirrorReport(database, agent.id);
+    const report = await mirrorReport(database, agent.id, { judged: canJudge(roster.judgeFor(agent)) });
     if (values.json === true) io.out(JSON.stringify({ agent: agent.name, ...report }));
     else {
       io.out(`${agent.name}: ${report.summary}`);
@@ -78,7 +79,14 @@ export async function runApprovals(args: string[], io: CommandIo): Promise<numbe
       const named = approvals.map((approval) => ({ ...approval, agent: agents.find((agent) => agent.id === approval.agentId)?.name ?? approval.agentId }));
       if (values.json === true) io.out(JSON.stringify(named));
       else if (named.length === 0) io.out('Nothing waits for approval.');
-      else for (const item of named) io.out(`${item.id}  ${item.agent}  ${item.status}  (${item.evidence.length} evidence, by ${item.proposedByKind} ${item.proposedBy ?? ''})\n  ${item.text}`);
+      else {
+        for (const item of named) {
+          const evidence = item.evidence as Array<{ personId?: string | null; paraphrased?: boolean }>;
+          const people = new Set(evidence.map((entry) => entry.personId ?? null)).size;
+          const from = evidence.some((entry) => entry.paraphrased === true) ? `, the judge's paraphrase of ${people} people's words` : '';
+          io.out(`${item.id}  ${item.agent}  ${item.status}  (${item.evidence.length} evidence${from}, by ${item.proposedByKind} ${item.proposedBy ?? ''})\n  ${item.text}`);
+        }
+      }
       return exitCode.ok;
     }
     if (action !== 'approve' && action !== 'reject') throw new UsageError('roster approvals [list] | approve ID --as PERSON | reject ID --as PERSON');

@@ -25,7 +25,25 @@ async function scopeOfFact(context: Awaited<ReturnType<typeof openRoster>>, agen
 
 /** A fact as `memory list --json` prints it. */
 function shown(fact: Fact): Record<string, unknown> {
-  return { id: fact.id, content: fact.content, trust: fact.trust, category: fact.category, audience: fact.audience, validFrom: fact.validFrom, recordedAt: fact.recordedAt };
+  return {
+    id: fact.id,
+    content: fact.content,
+    trust: fact.trust,
+    category: fact.category,
+    audience: fact.audience,
+    validFrom: fact.validFrom,
+    validTo: fact.validTo,
+    recordedAt: fact.recordedAt,
+    supersededAt: fact.supersededAt,
+  };
+}
+
+/** A time option, or a usage error that shows the expected form. */
+function timeOption(name: string, value: unknown): Date | undefined {
+  if (typeof value !== 'string') return undefined;
+  const time = new Date(value);
+  if (value.trim() === '' || Number.isNaN(time.getTime())) throw new UsageError(`--${name} takes a time like 2026-11-30T08:00:00Z, got ${JSON.stringify(value)}.`);
+  return time;
 }
 
 function printFacts(io: CommandIo, facts: readonly Fact[], indent: string): void {
@@ -38,22 +56,28 @@ function printFacts(io: CommandIo, facts: readonly Fact[], indent: string): void
  * (their private facts and the agent-wide ones, as that person's scope reads
  * them). Without, the owner's view of everyone: the agent-wide facts, then
  * each person's own, each read through that person's scope, so row-level
- * security decides every row as it does for the agent itself.
+ * security decides every row as it does for the agent itself. --valid-at
+ * and --recorded-at read another moment: what was believed at the record
+ * time (default now) to hold at the valid time (default the record time).
  */
 export async function runMemoryList(args: string[], io: CommandIo): Promise<number> {
-  const { values } = parseCommand(args, { agent: { type: 'string' }, person: { type: 'string' }, 'valid-at': { type: 'string' }, json: { type: 'boolean' } });
+  const { values } = parseCommand(args, {
+    agent: { type: 'string' },
+    person: { type: 'string' },
+    'valid-at': { type: 'string' },
+    'recorded-at': { type: 'string' },
+    json: { type: 'boolean' },
+  });
   if (typeof values.agent !== 'string') throw new UsageError('--agent is required.');
-  let validAt: Date | undefined;
-  if (typeof values['valid-at'] === 'string') {
-    validAt = new Date(values['valid-at']);
-    if (Number.isNaN(validAt.getTime())) throw new UsageError(`--valid-at takes a time like 2026-11-30T08:00:00Z, got ${JSON.stringify(values['valid-at'])}.`);
-  }
+  const recordedAt = timeOption('recorded-at', values['recorded-at']);
+  const validAt = timeOption('valid-at', values['valid-at']) ?? recordedAt;
   const context = await openRoster(io);
   try {
     const { directory } = context.roster.core;
     const agent = await directory.agentByName(values.agent);
-    // --valid-at: what was true then, as recorded now.
-    const read = (scope: Scope): Promise<Fact[]> => (validAt === undefined ? context.roster.memory.list(scope) : context.roster.memory.asOf(scope, { validAt }));
+    // Without a time, what is believed now; with one, what was believed at recordedAt (now) to hold at validAt.
+    const read = (scope: Scope): Promise<Fact[]> =>
+      validAt === undefined ? context.roster.memory.list(scope) : context.roster.memory.asOf(scope, { validAt, ...(recordedAt === undefined ? {} : { recordedAt }) });
     if (typeof values.person === 'string') {
       const person = await directory.personByName(values.person);
       const facts = await read({ agentId: agent.id, personId: person.id, audience: 'private' });

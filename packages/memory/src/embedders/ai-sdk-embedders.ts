@@ -337,7 +337,7 @@ class AiSdkEmbedder implements Embedder {
     const { label, url } = this.#settings;
     const last = RetryError.isInstance(error) ? error.lastError : error;
     if (!APICallError.isInstance(last)) {
-      return new EmbedderError('embedder_failed', this.#scrub(`${label} at ${url} failed: ${errorText(last)}.`));
+      return new EmbedderError('embedder_failed', this.#scrub(`${label} at ${url} failed: ${errorText(last)}.`), { storable: this.#scrub(`${label} at ${url} failed.`) });
     }
     const status = last.statusCode;
     if (status === undefined) {
@@ -359,15 +359,17 @@ class AiSdkEmbedder implements Embedder {
     return new EmbedderError(
       `embedder_http_${status}`,
       this.#scrub(`${label} answered HTTP ${status} at ${url}${excerpt === '' ? '' : ` (${excerpt})`}: ${this.#settings.statusHint(status)}.`),
-      { status, retryable: last.isRetryable },
+      { status, retryable: last.isRetryable, storable: this.#scrub(`${label} answered HTTP ${status} at ${url}: ${this.#settings.statusHint(status)}.`) },
     );
   }
 
   #badResponse(what: string, status?: number): EmbedderError {
+    const advice = `check that the address serves the ${this.model} embeddings API.`;
+    const storable = this.#scrub(`${this.#settings.label} at ${this.#settings.url} sent an answer Roster could not use: ${advice}`);
     return new EmbedderError(
       'embedder_bad_response',
-      this.#scrub(`${this.#settings.label} at ${this.#settings.url} sent ${what}: check that the address serves the ${this.model} embeddings API.`),
-      status === undefined ? { retryable: false } : { status, retryable: false },
+      this.#scrub(`${this.#settings.label} at ${this.#settings.url} sent ${what}: ${advice}`),
+      status === undefined ? { retryable: false, storable } : { status, retryable: false, storable },
     );
   }
 

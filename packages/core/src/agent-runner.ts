@@ -1,0 +1,105 @@
+import type { Logger } from '@roster/config';
+import type { Database, Scope } from '@roster/db';
+import { RosterError } from '@roster/errors';
+import { type Memory, type SearchResult } from '@roster/memory';
+import { runInTurn, type TurnContext } from './context.js';
+import type { ConversationStore } from './conversation-store.js';
+import type { Agent, Directory } from './directory.js';
+import type { Engine, EnginePart, EngineToolCall } from './engine.js';
+import type { LearningEventStore } from './learning-event-store.js';
+import { historyMessages, memoryBlock, systemPrefix } from './prompt.js';
+import { memoryTools, type ToolHost } from './tools.js';
+import type { TurnOptions } from './types.js';
+
+/** What a colleague may use inside `ask_agent`: reading, never writing. */
+const readOnlyTools: ReadonlySet<string> = new Set(['recall']);
+
+export interface AgentRunnerOptions {
+  database: Database;
+  memory: Memory;
+  directory: Directory;
+  conversations: ConversationStore;
+  learning: LearningEventStore;
+  engineFor: (agent: Agent) => Engine;
+  historyTokens: number;
+  memoryTokens: number;
+  log?: Logger;
+}
+
+export type RunAgent = (agent: Agent, context: TurnContext, text: string, kind: 'dm' | 'group', turn: TurnOptions, withColleagues: boolean) => Promise<{ text: string; toolCalls: EngineToolCall[] }>;
+
+/**
+ * Prompt assembly and one agent's engine call: its active lessons, the facts
+ * its scope retrieves, its history in scope, and the tools it may use, with
+ * the tool host that carries the tools' effects (memory, feedback, lesson
+ * proposals, a colleague's answer).
+ */
+export function createAgentRunner(options: AgentRunnerOptions): RunAgent {
+  const { database, memory, directory, conversations, learning, historyTokens, memoryTokens, log } = options;
+
+  async function activeLessons(scope: Scope): Promise<string[]> {
+    return database.withScope(scope, async (tx) => {
+      const { rows } = await tx.query<{ text: string }>(`select text from lessons where status = 'active' order by approved_at, id`);
+      return rows.map((row) => row.text);
+    });
+  }
+
+  async function runAgent(agent: Agent, context: TurnContext, text: string, kind: 'dm' | 'group', turn: TurnOptions, withColleagues: boolean): Promise<{ text: string; toolCalls: EngineToolCall[] }> {
+    const engine = options.engineFor(agent);
+    const scope = context.scope;
+    const lessons = scope === null ? [] : await activeLessons(scope);
+    let facts: SearchResult[] = [];
+    if (scope !== null) {
+      try {
+        facts = await memory.search(scope, text, { limit: 8, tokenBudget: memoryTokens });
+      } catch (error) {
+        log?.warn({ err: error, agent: agent.name }, 'memory search failed; answering without it');
+      }
+    }
+    const history = context.depth === 0 && scope !== null ? historyMessages(await conversations.history(scope, context.messageId), agent.id, historyTokens) : [];
+    // A colleague answers from what it knows and changes nothing: read-only tools.
+    const tools = scope === null ? [] : memoryTools(host).filter((tool) => (context.depth === 0 ? withColleagues || tool.name !== 'ask_agent' : readOnlyTools.has(tool.name)));
+    const result = await runInTurn(context, () =>
+      engine.run({
+        system: systemPrefix(agent, lessons, tools.length > 0),
+        memory: memoryBlock({ person: context.person, channel: context.channel, kind, facts }),
+        history,
+        message: text,
+        tools,
+        ...(turn.signal === undefined ? {} : { signal: turn.signal }),
+        ...(turn.onPart === undefined ? {} : { onPart: (part: EnginePart) => turn.onPart?.(agent.name, part) }),
+      }),
+    );
+    return { text: result.text, toolCalls: result.toolCalls };
+  }
+
+  const host: ToolHost = {
+    memory,
+    async recordFeedback(context, rating, comment) {
+      await learning.recordFeedback(context.scope!, { messageId: context.messageId, rating, comment, channel: context.channel });
+    },
+    async proposeLesson(context, text, evidence) {
+      return learning.proposeLesson(context.scope!, { agent: context.agent, messageId: context.messageId, text, evidence });
+    },
+    async askColleague(context, colleagueName, question) {
+      if (context.depth > 0) throw new RosterError('colleague_depth', 'A colleague cannot ask another colleague in turn.');
+      const colleague = await directory.agentByName(colleagueName);
+      if (colleague.id === context.agent.id) throw new RosterError('colleague_self', 'Ask another agent, not yourself.');
+      if (colleague.status !== 'active') throw new RosterError('agent_archived', `${colleague.name} is archived.`);
+      // The colleague answers in its own scope, agent-wide knowledge only: no person, no private facts.
+      const colleagueContext: TurnContext = {
+        ...context,
+        agent: colleague,
+        scope: { agentId: colleague.id, personId: null, audience: 'agent' },
+        person: null,
+        explicitRemember: false,
+        depth: 1,
+        forgotten: context.forgotten,
+      };
+      const answer = await runAgent(colleague, colleagueContext, `${context.agent.name} asks: ${question}`, 'dm', {}, false);
+      return { agent: colleague.name, answer: answer.text };
+    },
+  };
+
+  return runAgent;
+}

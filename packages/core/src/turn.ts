@@ -1,0 +1,212 @@
+import type { Logger } from '@roster/config';
+import { isUuid, type Database, type Scope } from '@roster/db';
+import { RosterError } from '@roster/errors';
+import { normalizeText, validateText } from '@roster/memory';
+import type { RunAgent } from './agent-runner.js';
+import type { TurnContext } from './context.js';
+import type { Binding, ConversationRow, ConversationStore, Visibility } from './conversation-store.js';
+import type { Agent, Directory, Person } from './directory.js';
+import type { EngineToolCall } from './engine.js';
+import { InvalidInputError } from './errors.js';
+import type { LearningEventStore } from './learning-event-store.js';
+import { agentSwitchPattern, chooseAgents } from './routing.js';
+import { detectSignals } from './signals.js';
+import { maxMessageLength, type InboundMessage, type TurnOptions, type TurnResult } from './types.js';
+
+export interface TurnPipelineOptions {
+  database: Database;
+  directory: Directory;
+  conversations: ConversationStore;
+  learning: LearningEventStore;
+  runAgent: RunAgent;
+  log?: Logger;
+}
+
+/**
+ * The turn pipeline, in order: route (sender, binding, conversation, turn
+ * lease), store the message once, pick the agents, record learning signals,
+ * run each agent in its own scope, store replies, queue follow-up jobs.
+ */
+export function createTurnPipeline(options: TurnPipelineOptions): (inbound: InboundMessage, turn: TurnOptions) => Promise<TurnResult> {
+  const { database, directory, conversations, learning, runAgent, log } = options;
+
+  async function handleInOrder(inbound: InboundMessage, turn: TurnOptions): Promise<TurnResult> {
+    let text: string;
+    try {
+      text = validateText(inbound.text, 'message');
+    } catch (error) {
+      if (RosterError.isInstance(error) && error.code === 'memory_input_invalid' && (error as { reason?: string }).reason === 'too-long') {
+        throw new InvalidInputError(`The message is too long; the most is ${maxMessageLength.toLocaleString('en')} characters.`);
+      }
+      throw error;
+    }
+    if (inbound.sender.personId !== undefined && !isUuid(inbound.sender.personId)) throw new InvalidInputError('sender.personId must be a person id.');
+    const account = inbound.account ?? 'default';
+    const local = inbound.channel === 'cli' || inbound.channel === 'web';
+
+    const linkCode = inbound.sender.externalId === undefined ? undefined : /^\/link\s+([A-Za-z0-9]{8})\s*$/.exec(text)?.[1];
+
+    // 1. Resolve the sender and the binding; for a sender let in, open the conversation and take its turn, in one transaction.
+    const routed = await database.adminScope('core: route an inbound message', async (tx) => {
+      const binding = await conversations.bindingFor(tx, inbound.channel, account);
+      const person = await conversations.resolveSender(tx, inbound.channel, inbound.sender);
+      const allowed = binding.policy === 'open' || (binding.policy === 'allowlist' && binding.allowlist.includes(inbound.sender.externalId ?? ''));
+      if (person === null && (linkCode !== undefined || local || !allowed)) return { binding, person, conversation: null, held: false };
+      const conversation = await conversations.openConversation(tx, { channel: inbound.channel, externalId: inbound.conversation.externalId, kind: inbound.conversation.kind, binding, person });
+      return { binding, person, conversation, held: await conversations.takeTurn(tx, conversation.id) };
+    });
+
+    // 2. A stranger who is not let in links a code, or gets at most the pairing hint; nothing they said is kept.
+    if (routed.conversation === null) {
+      const unkept = { messageId: null, conversationId: null, duplicate: false, person: null, replies: [], signals: [] };
+      if (linkCode !== undefined) {
+        try {
+          const linked = await directory.redeemLinkCode(linkCode, inbound.channel, inbound.sender.externalId!, inbound.sender.displayName);
+          return { ...unkept, notice: `Linked: you are ${linked.name} here now.` };
+        } catch (error) {
+          if (RosterError.isInstance(error)) return { ...unkept, notice: error.message };
+          throw error;
+        }
+      }
+      await conversations.countRefused(inbound.channel, account);
+      if (routed.binding.policy === 'allowlist') return { ...unkept, notice: null };
+      return { ...unkept, notice: "I don't know you yet. Ask the owner for a link code, then send /link CODE." };
+    }
+
+    // The conversation's turn is this process's until the replies are stored.
+    const release = await conversations.holdTurn(routed.conversation.id, routed.held, turn.signal);
+    try {
+      return await handleTurn(inbound, turn, text, routed.binding, routed.person, routed.conversation);
+    } finally {
+      await release();
+    }
+  }
+
+  async function handleTurn(inbound: InboundMessage, turn: TurnOptions, text: string, binding: Binding, person: Person | null, conversation: ConversationRow): Promise<TurnResult> {
+    // 3. Store the message once.
+    const message = await database.adminScope('core: store an inbound message', (tx) =>
+      conversations.storeMessage(tx, {
+        conversationId: conversation.id,
+        externalId: inbound.externalMessageId ?? null,
+        role: 'person',
+        personId: person?.id ?? null,
+        agentId: null,
+        text: inbound.quoted === undefined ? text : `${text}\n\n[quoted]\n${inbound.quoted}`,
+        visibility: 'conversation',
+        untrusted: inbound.quoted !== undefined,
+      }),
+    );
+    const base = { messageId: message.id, conversationId: conversation.id, person };
+    if (message.duplicate) return { ...base, duplicate: true, replies: [], notice: null, signals: [] };
+
+    const notice = async (words: string): Promise<TurnResult> => {
+      await conversations.storeNotice(conversation.id, person?.id ?? null, words);
+      return { ...base, duplicate: false, replies: [], notice: words, signals: [] };
+    };
+
+    // 4. Pick the agent(s).
+    let body = text;
+    let agents: Agent[];
+    let team = turn.team === true || conversation.mode === 'team';
+    const switchTo = agentSwitchPattern.exec(text);
+    if (switchTo !== null) {
+      const agent = await directory.agentByName(switchTo[1]!);
+      await conversations.switchAgent(conversation.id, agent.id);
+      if (switchTo[2] === undefined || switchTo[2].trim() === '') return notice(`Now talking to ${agent.name}.`);
+      body = switchTo[2].trim();
+      agents = [agent];
+      team = false;
+    } else {
+      agents = await chooseAgents(directory, conversation, binding, body, turn);
+      if (agents.length === 0) {
+        const names = (await directory.listAgents()).map((agent) => agent.name);
+        return notice(names.length === 0 ? 'There are no agents yet: the owner adds one with roster agent add.' : `Which agent? Say /agent NAME (one of ${names.join(', ')}), or @mention one.`);
+      }
+    }
+    // A one-to-one message to one agent is that pair's alone; in a group or in team mode it is said to everyone there.
+    const visibility: Visibility = conversation.kind === 'dm' && !team && agents.length === 1 && person !== null ? 'pair' : 'conversation';
+    await conversations.addressMessage(message.id, { agentId: visibility === 'pair' ? agents[0]!.id : null, visibility });
+
+    // 5. Learning signals, once, from the person's own words, under each addressed agent.
+    const signals = person === null ? [] : detectSignals(body, inbound.rating);
+    if (person !== null && signals.length > 0) {
+      for (const agent of agents) {
+        await learning.record(
+          { agentId: agent.id, personId: person.id, audience: conversation.kind === 'group' ? 'group' : 'private', conversationId: conversation.id },
+          { messageId: message.id, signals, text: body, channel: inbound.channel },
+        );
+      }
+    }
+
+    // 6. Each agent, concurrently, in its own scope.
+    const untrusted = inbound.quoted !== undefined;
+    const explicitRemember = signals.some((signal) => signal.kind === 'remember');
+    const forgotten: string[] = [];
+    const answers = await Promise.all(
+      agents.map(async (agent) => {
+        const scope: Scope | null =
+          person === null
+            ? null
+            : { agentId: agent.id, personId: person.id, audience: conversation.kind === 'group' ? 'group' : 'private', conversationId: conversation.id };
+        const context: TurnContext = {
+          agent,
+          scope,
+          person,
+          conversationId: conversation.id,
+          messageId: message.id,
+          channel: inbound.channel,
+          untrusted,
+          explicitRemember,
+          depth: 0,
+          forgotten,
+        };
+        let answer: { text: string; toolCalls: EngineToolCall[] };
+        try {
+          answer = await runAgent(agent, context, body, conversation.kind, turn, true);
+        } catch (error) {
+          log?.error({ err: error, agent: agent.name }, 'engine failed');
+          const reason = RosterError.isInstance(error) ? error.message : 'its engine failed';
+          answer = { text: `${agent.name} could not answer: ${reason}`, toolCalls: [] };
+        }
+        return { agent, scope, answer };
+      }),
+    );
+    // Replies are stored once every agent has answered, so that one that repeats words another agent forgot
+    // in this same turn is not kept after the forget erased the transcript.
+    const phrases = forgotten.map(normalizeText).filter((phrase) => phrase !== '');
+    const replies = await Promise.all(
+      answers.map(async ({ agent, scope, answer: given }) => {
+        const held = phrases.length > 0 && phrases.some((phrase) => ` ${normalizeText(given.text)} `.includes(` ${phrase} `));
+        const answer = held ? { ...given, text: `${agent.name}'s reply repeated words that were just forgotten; it is not kept.` } : given;
+        const replyId = await conversations.storeReply(scope, { conversationId: conversation.id, agentId: agent.id, text: answer.text, visibility });
+        // 7. Follow-up jobs, in the agent's scope, written with the turn.
+        if (scope !== null) {
+          await database.withScope(scope, async (tx) => {
+            await conversations.enqueue(tx, {
+              queue: 'extract',
+              name: 'extract-conversation',
+              payload: { conversationId: conversation.id, agentId: agent.id, personId: person!.id },
+              dedupeKey: `extract:${conversation.id}:${agent.id}:${message.id}`,
+              agentId: agent.id,
+              personId: person!.id,
+            });
+            if (signals.length > 0) {
+              await conversations.enqueue(tx, {
+                queue: 'harvest',
+                name: 'harvest-agent',
+                payload: { agentId: agent.id },
+                dedupeKey: `harvest:${agent.id}:${message.id}`,
+                agentId: agent.id,
+                personId: person!.id,
+              });
+            }
+          });
+        }
+        return { agent: agent.name, agentId: agent.id, text: answer.text, toolCalls: answer.toolCalls, messageId: replyId };
+      }),
+    );
+    return { ...base, duplicate: false, replies, notice: null, signals };
+  }
+
+  return handleInOrder;
+}

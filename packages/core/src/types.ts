@@ -1,0 +1,90 @@
+import type { Logger } from '@roster/config';
+import type { Database } from '@roster/db';
+import { maxTextLength, type Memory } from '@roster/memory';
+import type { Agent, Channel, Directory, Person } from './directory.js';
+import type { Engine, EnginePart, EngineToolCall } from './engine.js';
+import type { LearningSignal } from './signals.js';
+
+/** A platform event, as an adapter (or the web page, or the CLI) hands it to the core. */
+export interface InboundMessage {
+  channel: Channel;
+  /** The bot account it arrived on; its binding decides the agent and the access policy. */
+  account?: string;
+  conversation: { externalId: string; kind: 'dm' | 'group' };
+  /**
+   * Who sent it. Channels give the platform's handle (`externalId`); the local
+   * doors that authenticate the owner's people themselves (CLI, web) give `personId`.
+   */
+  sender: { externalId?: string; personId?: string; displayName?: string };
+  /** The platform's id of this message: a redelivery with the same id is processed once. */
+  externalMessageId?: string;
+  text: string;
+  /** Content from outside the conversation (a forwarded page, a file): never scanned for signals; marks the turn untrusted. */
+  quoted?: string;
+  /** A rating the platform carries (a reaction, a button). */
+  rating?: 'negative' | 'positive';
+}
+
+export interface TurnOptions {
+  /** Talk to this agent (the CLI's --agent). */
+  agent?: string;
+  /** All active agents answer. */
+  team?: boolean;
+  /** Streamed parts of each agent's reply. */
+  onPart?: (agent: string, part: EnginePart) => void;
+  signal?: AbortSignal;
+}
+
+export interface Reply {
+  agent: string;
+  agentId: string;
+  text: string;
+  toolCalls: EngineToolCall[];
+  messageId: string;
+}
+
+export interface TurnResult {
+  /** The stored inbound message; null when nothing was kept (a sender the access policy refused, a link code). */
+  messageId: string | null;
+  conversationId: string | null;
+  /** The same platform message was handled before: nothing was done again. */
+  duplicate: boolean;
+  person: Person | null;
+  replies: Reply[];
+  /** A reply from Roster itself (pairing, /agent switch), not from an agent. */
+  notice: string | null;
+  signals: LearningSignal[];
+}
+
+export interface CoreOptions {
+  database: Database;
+  memory: Memory;
+  /** The engine an agent runs on. */
+  engineFor: (agent: Agent) => Engine;
+  logger?: Logger;
+  /** History the engine sees, in estimated tokens (default 1,500). */
+  historyTokens?: number;
+  /** Facts placed in the memory block, in estimated tokens (default 800). */
+  memoryTokens?: number;
+}
+
+/** The longest message the core accepts, in characters: the longest text memory takes, so one limit holds everywhere. */
+export const maxMessageLength = maxTextLength;
+
+/**
+ * The conversation core: one road for every door. It stores the message once,
+ * resolves the person, applies the access policy, picks the agents, records
+ * learning signals once, runs each agent in its own scope, and stores replies.
+ */
+export interface Core {
+  readonly directory: Directory;
+  handle(inbound: InboundMessage, options?: TurnOptions): Promise<TurnResult>;
+  /**
+   * Forget every fact of an archived agent, in every scope (tombstones and
+   * events as for any forget), then erase the words of everything else it
+   * holds (messages, learning events, mirror cases and runs, episodes,
+   * lessons, approvals, pending jobs), after the owner typed its name to
+   * confirm. Its row stays, marked purged, for the audit; its name is free.
+   */
+  purgeAgent(name: string, confirmation: string): Promise<{ facts: number; erased: Record<string, number> }>;
+}
