@@ -234,7 +234,7 @@ describe('failures are one line', () => {
     });
     const { run } = rosterIn(dataDir(), { ROSTER_QUEUE_PREFIX: prefix });
     const queued = await run('jobs', 'run', 'fade');
-    expect(queued.code).toBe(0);
+    expect(queued.code, queued.stderr).toBe(0);
     expect(queued.stdout).toMatch(/^fade queued as job \S+\.$/m);
     const waited = await run('jobs', 'run', 'fade', '--wait', '--timeout', '1');
     expect(waited.code).toBe(1);

@@ -60,6 +60,7 @@ const commands: Command[] = [
       '--port N   the loopback port to listen on (default 5433)',
       'Prints a connection string for psql, another Roster process (as DATABASE_URL), or an operator.',
       'One connection at a time: the embedded database is a single session.',
+      'Other roster commands on the same data folder keep working while it serves.',
     ],
     run: runDbServe,
   },

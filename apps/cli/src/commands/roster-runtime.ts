@@ -1,4 +1,5 @@
 import type { Person } from '@roster/core';
+import { RosterError } from '@roster/errors';
 import { createRuntime, type Runtime } from '@roster/runtime';
 import type { CommandIo } from '../io.js';
 import { openKeyedRuntime, type Runtime as ProcessRuntime } from '../runtime.js';
@@ -23,5 +24,14 @@ export async function openRoster(io: CommandIo): Promise<ProcessRuntime & { rost
 export async function resolvePerson(roster: Runtime, name: string | undefined): Promise<Person> {
   const directory = roster.core.directory;
   if (name !== undefined) return directory.personByName(name);
-  return (await directory.firstOwner()) ?? (await directory.addPerson({ name: 'owner', role: 'owner' }));
+  const first = await directory.firstOwner();
+  if (first !== null) return first;
+  try {
+    return await directory.addPerson({ name: 'owner', role: 'owner' });
+  } catch (error) {
+    // Another command started at the same moment made it first: speak for that one.
+    const made = RosterError.isInstance(error) && error.code === 'person_exists' ? await directory.firstOwner() : null;
+    if (made !== null) return made;
+    throw error;
+  }
 }
