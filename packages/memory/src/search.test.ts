@@ -79,7 +79,7 @@ describe('vector search under a scope filter', () => {
       overlap += viaIndex.filter((result) => exactIds.has(result.fact.id)).length;
     }
     expect(overlap / (queries.length * 10)).toBeGreaterThanOrEqual(0.9);
-  });
+  }, 240_000);
 });
 
 describe('a remote embedder', () => {
