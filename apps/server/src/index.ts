@@ -1,11 +1,13 @@
+import { join } from 'node:path';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
+import fastifyStatic from '@fastify/static';
 import { isLoopbackAddress, type Config, type Logger } from '@roster/config';
 import type { Database } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { redisStatus } from '@roster/redis';
-import { renderHomePage } from '@roster/web';
+import { pagePaths, pageShell, publicDirectory } from '@roster/web';
 import type { Queue } from 'bullmq';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 
@@ -68,13 +70,7 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
     return reply.status(health.ok ? 200 : 503).send(health);
   });
 
-  app.get('/', async (_request, reply) => {
-    const agents = await database.adminScope('web: count agents for the home page', async (tx) => {
-      const { rows } = await tx.query<{ count: string }>(`select count(*) as count from agents where status = 'active'`);
-      return Number(rows[0]?.count ?? 0);
-    });
-    return reply.type('text/html; charset=utf-8').send(renderHomePage({ database: database.kind, agents }));
-  });
+  await servePage(app);
 
   if (options.queues !== undefined && options.queues.length > 0) {
     const board = new FastifyAdapter();
@@ -93,6 +89,31 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
   }
 
   return app;
+}
+
+/**
+ * What the page shell may load: its own scripts, styles and API, nothing from
+ * elsewhere, and no framing (the page acts for its owner).
+ */
+const pagePolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/**
+ * The web page: its hashed assets (cached for good: a new build has new
+ * names) and, at each of its addresses, the shell (never cached, so a new
+ * build is picked up at once).
+ */
+async function servePage(app: FastifyInstance): Promise<void> {
+  await app.register(fastifyStatic, { root: join(publicDirectory, 'assets'), prefix: '/assets/', index: false, immutable: true, maxAge: '365d', suppressWarning: true });
+  for (const path of pagePaths) {
+    app.get(path, (_request, reply) =>
+      reply
+        .header('cache-control', 'no-cache')
+        .header('content-security-policy', pagePolicy)
+        .header('referrer-policy', 'no-referrer')
+        .header('x-content-type-options', 'nosniff')
+        .sendFile(pageShell, publicDirectory),
+    );
+  }
 }
 
 /** The state of the database and Redis, as `/healthz` and `doctor` report it. */
