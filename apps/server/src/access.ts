@@ -142,7 +142,10 @@ export function sameOrigin(request: FastifyRequest): boolean {
   const origin = request.headers.origin;
   if (origin === undefined) return false;
   try {
-    return new URL(origin).host.toLowerCase() === request.host.toLowerCase();
+    const from = new URL(origin);
+    const to = new URL(`${request.protocol}://${request.host}`);
+    const port = (url: URL) => url.port || (url.protocol === 'https:' ? '443' : '80');
+    return from.hostname === to.hostname && port(from) === port(to);
   } catch {
     return false;
   }
