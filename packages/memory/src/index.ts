@@ -1,4 +1,4 @@
-export { appendEvent, appendEvents, verifyAudit, type ChainReport, type MemoryEvent } from './audit.js';
+export { appendEvent, appendEvents, listAuditEvents, verifyAudit, type AuditEntry, type ChainReport, type MemoryEvent } from './audit.js';
 export * from './embedders/index.js';
 export { embedFacts, type EmbedFactsOptions, type EmbedFactsReport } from './embed-facts.js';
 export { ensureEmbeddingModel, writeEmbedding } from './embeddings.js';
@@ -7,7 +7,7 @@ export { renderExport, type ExportFormat } from './export.js';
 export { erasedPlaces, forgetPlaces, redisPlaces, type ForgetReach } from './forget-places.js';
 export { fade, fadeBatchStatement, protectedCategories, type FadeOptions, type FadeReport } from './fade.js';
 export { closeMatches, hashingMatchRule, matchFacts, matchRule, matchTieMargin, type FactMatch, type MatchOptions, type MatchReason, type MatchRule } from './match.js';
-export { createMemory, type HistoryEntry, type Memory, type MemoryOptions, type RememberInput, type UseReason } from './memory.js';
+export { createMemory, type HistoryEntry, type VersionEvent, type Memory, type MemoryOptions, type RememberInput, type UseReason } from './memory.js';
 export { containsSecret, redactSecrets } from './redact.js';
 export { anyWordQuery, defaultVectorWeight, hashingVectorWeight, ScopeSizeCache, searchFacts, type SearchOptions } from './search.js';
 export { contentHash, estimateJaccard, isNearDuplicate, maxTextLength, MemoryInputError, minhash, normalizeText, validateText } from './text.js';

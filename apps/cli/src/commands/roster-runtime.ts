@@ -23,5 +23,5 @@ export async function openRoster(io: CommandIo): Promise<ProcessRuntime & { rost
 export async function resolvePerson(roster: Runtime, name: string | undefined): Promise<Person> {
   const directory = roster.core.directory;
   if (name !== undefined) return directory.personByName(name);
-  return (await directory.firstOwner()) ?? (await directory.addPerson({ name: 'owner', role: 'owner' }));
+  return (await directory.ensureFirstOwner()).person;
 }
