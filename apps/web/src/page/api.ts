@@ -55,15 +55,18 @@ export interface FactGroup {
 export interface FactVersion {
   fact: Fact;
   relation: 'earlier' | 'this' | 'later' | string;
-  event?: { action?: string; at?: string; createdAt?: string; actorKind?: string } | null;
+  /** The audit event that recorded this version. */
+  event: { id: string; action: string; actorKind: string; actorId: string | null; occurredAt: string } | null;
 }
 
 export interface Evidence {
-  eventId?: string;
-  messageId?: string | null;
-  personId?: string | null;
-  kind?: string;
+  eventId: string | null;
+  messageId: string | null;
+  personId: string | null;
+  kind: string;
+  /** An agent's note; a person's words are not copied here. */
   text?: string;
+  paraphrased?: boolean;
 }
 
 export interface Approval {
@@ -81,10 +84,10 @@ export interface Lesson {
   id: string;
   text: string;
   status: 'active' | 'retired' | string;
-  version?: number;
-  approvedBy?: string | null;
-  retiredReason?: string | null;
-  createdAt?: string;
+  version: number;
+  approvedBy: string;
+  approvalId: string | null;
+  evidence: Evidence[];
 }
 
 export interface MirrorRun {
@@ -125,25 +128,22 @@ export interface ChannelStatus {
 
 export interface AuditEvent {
   id: string;
-  seq?: number;
-  agent?: string | null;
-  agentId?: string;
-  person?: string | null;
-  personId?: string | null;
-  actorKind?: string;
-  actorId?: string | null;
+  agent: string;
+  seq: number;
+  personId: string | null;
+  actorKind: string;
+  actorId: string | null;
   action: string;
-  targetKind?: string;
-  targetId?: string | null;
-  detail?: Record<string, unknown>;
-  createdAt?: string;
-  at?: string;
-  hash?: string;
+  targetKind: string;
+  targetId: string | null;
+  detail: Record<string, unknown>;
+  occurredAt: string;
+  hash: string;
 }
 
 export interface ChainReport {
   agentId: string;
-  agent?: string;
+  agent: string;
   events: number;
   ok: boolean;
   broken: { seq: number; id: string; problem: string } | null;

@@ -2,8 +2,8 @@ import { api, withQuery, type AuditEvent, type ChainReport } from '../api.ts';
 import { field, h, replace, select, time } from '../dom.ts';
 import { action, badge, empty, errorText, listAgents, loading, outcome, type PageContext } from '../ui.ts';
 
-function detailText(detail: Record<string, unknown> | undefined): string {
-  if (detail === undefined || Object.keys(detail).length === 0) return '';
+function detailText(detail: Record<string, unknown>): string {
+  if (Object.keys(detail).length === 0) return '';
   return Object.entries(detail)
     .map(([key, value]) => `${key}: ${typeof value === 'string' ? value : JSON.stringify(value)}`)
     .join(', ');
@@ -16,10 +16,9 @@ export async function auditPage(context: PageContext): Promise<void> {
   const agent = params.get('agent') ?? '';
   const actionFilter = params.get('action') ?? '';
   const limit = params.get('limit') ?? '100';
-  const agentName = new Map(agents.map((candidate) => [candidate.id, candidate.name] as const));
 
   const agentPicker = select('agent', [['', 'Every agent'], ...agents.map((candidate) => [candidate.name, candidate.name] as const)], agent);
-  const actionInput = h('input', { type: 'text', name: 'action', value: actionFilter, autocomplete: 'off', spellcheck: 'false', placeholder: 'fact.forget' });
+  const actionInput = h('input', { type: 'text', name: 'action', value: actionFilter, autocomplete: 'off', spellcheck: 'false', placeholder: 'forget' });
   const limitInput = h('input', { type: 'number', name: 'limit', min: '1', max: '1000', value: limit, inputmode: 'numeric' });
   const filters = h(
     'form',
@@ -53,7 +52,7 @@ export async function auditPage(context: PageContext): Promise<void> {
             h(
               'li',
               { class: 'card' },
-              h('div', { class: 'card-head' }, h('h3', null, chain.agent ?? agentName.get(chain.agentId) ?? chain.agentId), badge(chain.ok ? 'ok' : 'broken')),
+              h('div', { class: 'card-head' }, h('h3', null, chain.agent), badge(chain.ok ? 'ok' : 'broken')),
               h('p', null, `${chain.events} events`, chain.broken === null ? '' : `; first broken link: #${chain.broken.seq} (${chain.broken.problem})`),
             ),
           ),
@@ -91,11 +90,11 @@ export async function auditPage(context: PageContext): Promise<void> {
             h(
               'tr',
               null,
-              h('td', null, time(event.createdAt ?? event.at ?? null)),
-              h('td', null, event.agent ?? (event.agentId === undefined ? '' : (agentName.get(event.agentId) ?? ''))),
+              h('td', null, time(event.occurredAt)),
+              h('td', null, event.agent),
               h('td', null, h('code', null, event.action)),
-              h('td', null, event.actorKind ?? ''),
-              h('td', null, event.targetKind ?? ''),
+              h('td', null, event.actorKind),
+              h('td', null, event.targetKind),
               h('td', { class: 'detail' }, detailText(event.detail)),
             ),
           ),

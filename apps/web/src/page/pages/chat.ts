@@ -72,7 +72,7 @@ export async function chatPage(context: PageContext): Promise<void> {
   const message = h('textarea', { name: 'message', rows: '3', maxlength: String(maxLength), required: true, placeholder: 'Say something; “remember that …” stores a fact.' });
   const send = h('button', { type: 'submit', class: 'primary' }, 'Send');
   const problem = h('p', { class: 'outcome', role: 'alert' });
-  const composer = h('form', { class: 'composer', 'aria-label': 'Message' }, field('Message', message, 'Enter sends; Shift+Enter starts a new line.'), h('div', { class: 'actions' }, send), problem);
+  const composer = h('form', { class: 'composer', 'aria-label': 'Send a message' }, field('Message', message, 'Enter sends; Shift+Enter starts a new line.'), h('div', { class: 'actions' }, send), problem);
   let conversation: string | undefined;
 
   message.addEventListener('keydown', (event) => {
@@ -135,6 +135,7 @@ export async function chatPage(context: PageContext): Promise<void> {
       send.disabled = false;
       message.removeAttribute('aria-busy');
       message.focus();
+      composer.scrollIntoView({ block: 'nearest' });
     }
   });
 

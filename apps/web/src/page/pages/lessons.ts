@@ -39,10 +39,10 @@ function approvalCard(context: PageContext, approval: Approval, names: Map<strin
               h(
                 'li',
                 null,
-                item.kind === undefined ? null : badge(item.kind),
+                badge(item.kind),
                 ' ',
-                item.text === undefined ? h('em', null, 'the words are not kept') : h('q', null, item.text),
-                item.personId === undefined || item.personId === null ? null : h('small', { class: 'hint' }, ` — ${names.get(item.personId) ?? 'a person'}`),
+                item.text === undefined ? (item.personId === null ? 'from the agent' : ['said by ', h('strong', null, names.get(item.personId) ?? 'a person')]) : h('q', null, item.text),
+                item.paraphrased === true ? h('small', { class: 'hint' }, ' (the lesson paraphrases several people)') : null,
               ),
             ),
           ),
@@ -74,9 +74,8 @@ function lessonCard(context: PageContext, lesson: Lesson): HTMLElement {
   };
   replace(
     card,
-    h('div', { class: 'card-head' }, badge(lesson.status), lesson.version === undefined ? null : h('span', { class: 'tag' }, `version ${lesson.version}`), lesson.createdAt === undefined ? null : time(lesson.createdAt)),
+    h('div', { class: 'card-head' }, badge(lesson.status), h('span', { class: 'tag' }, `version ${lesson.version}`)),
     h('blockquote', { class: 'lesson-text' }, lesson.text),
-    lesson.retiredReason === undefined || lesson.retiredReason === null ? null : h('p', { class: 'hint' }, `Retired: ${lesson.retiredReason}`),
     lesson.status === 'active' ? h('div', { class: 'actions' }, action('Retire…', () => retire())) : null,
   );
   return card;

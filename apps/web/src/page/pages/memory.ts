@@ -27,6 +27,11 @@ function tombstone(): HTMLElement {
   return h('p', { class: 'tombstone' }, h('strong', null, 'Forgotten.'), ' Its words are erased everywhere; a tombstone keeps them from being learned again unless said anew.');
 }
 
+/** A forgotten version in a history: where it was, without a word of it. */
+function tombstoneLine(): HTMLElement {
+  return h('p', { class: 'tombstone' }, 'Forgotten: content erased.');
+}
+
 interface MemoryView {
   context: PageContext;
   agent: string;
@@ -172,12 +177,12 @@ function timeline(versions: FactVersion[]): HTMLElement {
           null,
           ordered.map((version) => {
             const gone = version.fact.content === null || version.fact.trust === 'forgotten';
-            const at = version.event?.at ?? version.event?.createdAt ?? null;
+            const at = version.event?.occurredAt ?? null;
             return h(
               'li',
               { class: gone ? 'version tombstoned' : 'version' },
-              h('div', { class: 'card-head' }, h('strong', null, relationLabel[version.relation] ?? version.relation), badge(version.fact.trust), version.event?.action === undefined ? null : h('span', { class: 'tag' }, version.event.action)),
-              gone ? tombstone() : h('p', { class: 'content' }, version.fact.content),
+              h('div', { class: 'card-head' }, h('strong', null, relationLabel[version.relation] ?? version.relation), badge(version.fact.trust), version.event === null ? null : h('span', { class: 'tag' }, version.event.action)),
+              gone ? tombstoneLine() : h('p', { class: 'content' }, version.fact.content),
               h('p', { class: 'hint' }, 'valid ', validity(version.fact), '; recorded ', recorded(version.fact), at === null ? null : ['; event ', time(at)]),
             );
           }),
