@@ -210,4 +210,47 @@ describe('the web page in a browser', () => {
 
     expect(problems).toEqual([]);
   }, 180_000);
+
+  it('gives a member the chat and their own memory only', async () => {
+    const { directory } = roster.runtime.core;
+    const guide = await directory.addAgent({ name: 'Guide', job: 'Shows the way.' });
+    const bob = await directory.addPerson({ name: 'Bob' });
+    await roster.runtime.memory.remember(
+      { agentId: guide.id, personId: roster.owner.id, audience: 'private' },
+      { content: 'Ada keeps the spare key under the mat', provenance: { actor: { kind: 'person', id: roster.owner.id } } },
+    );
+
+    const member = await browser.newContext({ viewport: { width: 390, height: 844 } });
+    const page = watch(await member.newPage());
+    await page.goto(await roster.loginLink(bob));
+    await expect.poll(() => new URL(page.url()).pathname).toBe('/chat');
+    expect(await page.getByRole('navigation', { name: 'Main' }).getByRole('link').allTextContents()).toEqual(['Chat', 'Memory']);
+    await page.getByLabel('Talk to', { exact: true }).selectOption('Guide');
+    await expect.poll(() => new URL(page.url()).search).toBe('?agent=Guide');
+    await say(page, 'remember that my bike is the red one');
+    expect(await page.locator('li.turn.theirs > p').last().textContent()).toBe('Noted: my bike is the red one');
+
+    await open(page, 'Memory', 'Memory');
+    await page.getByLabel('Agent', { exact: true }).selectOption('Guide');
+    await page.locator('li.fact', { hasText: 'my bike is the red one' }).waitFor();
+    expect(await page.getByLabel('Person', { exact: true }).count()).toBe(0);
+    expect(await page.content()).not.toContain('spare key');
+    await shot(page, 'member-memory');
+    // An owner's page is not a member's: the address leads back to the chat.
+    await page.goto(`${roster.address}/agents`);
+    await expect.poll(() => new URL(page.url()).pathname).toBe('/chat');
+    await member.close();
+
+    // The positive control: the owner's memory page of Guide does show Ada's fact.
+    const owner = await browser.newContext();
+    const ownerPage = watch(await owner.newPage());
+    await ownerPage.goto(await roster.loginLink());
+    await expect.poll(() => new URL(ownerPage.url()).pathname).toBe('/agents');
+    await ownerPage.goto(`${roster.address}/memory?agent=Guide`);
+    await ownerPage.locator('li.fact', { hasText: 'Ada keeps the spare key under the mat' }).waitFor();
+    expect(await ownerPage.content()).toContain('my bike is the red one');
+    await owner.close();
+
+    expect(problems).toEqual([]);
+  }, 120_000);
 });

@@ -22,8 +22,8 @@ export interface WebRoster {
   database: Database;
   runtime: Runtime;
   owner: Person;
-  /** A fresh one-time login link for the owner, as `roster login-link` prints it. */
-  loginLink(): Promise<string>;
+  /** A fresh one-time login link (for the owner unless another person is named), as `roster login-link` prints it. */
+  loginLink(person?: Person): Promise<string>;
   /** A signed-in session's cookie, for a browser context that starts signed in. */
   sessionCookie(): Promise<{ name: string; value: string }>;
   addAgent(name: string, job: string): Promise<void>;
@@ -62,8 +62,8 @@ export async function startWebRoster(env: Record<string, string> = {}): Promise<
     database: test.database,
     runtime,
     owner,
-    async loginLink() {
-      const { token } = await createLoginLink(test.database, owner.id);
+    async loginLink(person = owner) {
+      const { token } = await createLoginLink(test.database, person.id);
       return `${address}/login#${token}`;
     },
     async sessionCookie() {

@@ -262,6 +262,8 @@ export function segment(value: string): string {
 export interface ChatHandlers {
   delta(agent: string, delta: string): void;
   turnEnd(turn: TurnEnd): void;
+  /** Roster itself answered instead of an agent (no agent yet, "which agent?", an /agent switch). */
+  notice(text: string): void;
   done(conversationId: string): void;
 }
 
@@ -273,6 +275,7 @@ export async function chat(request: { agent?: string; team?: true; message: stri
     const data = event.data === '' ? {} : (JSON.parse(event.data) as Record<string, unknown>);
     if (event.event === 'text-delta') handlers.delta(String(data.agent ?? ''), String(data.delta ?? ''));
     else if (event.event === 'turn-end') handlers.turnEnd(data as unknown as TurnEnd);
+    else if (event.event === 'notice') handlers.notice(String(data.text ?? ''));
     else if (event.event === 'done') handlers.done(String(data.conversationId ?? ''));
     else if (event.event === 'error') throw new ApiError(0, String(data.code ?? 'chat_failed'), String(data.message ?? 'The turn failed.'));
   }

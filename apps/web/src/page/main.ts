@@ -62,6 +62,8 @@ function navigation(person: Person, current: string): HTMLElement {
       'ul',
       null,
       visible.map((route) => h('li', null, h('a', { href: route.path, 'aria-current': route.path === current ? 'page' : null }, route.title))),
+      // Bull Board is a page of its own (the job queues), the owner's.
+      isOwner(person) ? h('li', null, h('a', { href: '/admin/queues' }, 'Queues')) : null,
     ),
   );
 }

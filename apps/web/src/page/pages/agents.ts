@@ -114,8 +114,8 @@ function agentCard(context: PageContext, agent: Agent, engines: EngineChoice[], 
           });
           if (!confirmed) return;
           try {
-            await api('POST', `${path}/purge`, { confirm: agent.name });
-            context.announce(`${agent.name} was purged.`);
+            const result = await api<{ facts: number }>('POST', `${path}/purge`, { confirm: agent.name });
+            context.announce(`${agent.name} was purged; ${result.facts} ${result.facts === 1 ? 'fact' : 'facts'} forgotten.`);
             reload();
           } catch (error) {
             report.fail(error);

@@ -120,6 +120,9 @@ export async function chatPage(context: PageContext): Promise<void> {
             reply.body.className = '';
             reply.element.appendChild(disclosure(turn));
           },
+          notice(text) {
+            log.appendChild(h('li', { class: 'turn notice' }, h('span', { class: 'speaker' }, 'Roster'), h('p', null, text)));
+          },
           done(conversationId) {
             if (conversationId !== '') conversation = conversationId;
           },
