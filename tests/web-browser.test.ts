@@ -211,6 +211,34 @@ describe('the web page in a browser', () => {
     expect(problems).toEqual([]);
   }, 180_000);
 
+  it('refuses a spent login link, saying how to get a fresh one', async () => {
+    const link = await roster.loginLink();
+    const first = await browser.newContext();
+    const firstPage = watch(await first.newPage());
+    await firstPage.goto(link);
+    await expect.poll(() => new URL(firstPage.url()).pathname).toBe('/agents');
+    await first.close();
+
+    // The same link again, in another browser: no session, and the way to a new link.
+    const second = await browser.newContext();
+    const page = await second.newPage();
+    const errors: string[] = [];
+    page.on('console', (message) => {
+      if (message.type() === 'error') errors.push(message.text());
+    });
+    page.on('pageerror', (error) => problems.push(`${page.url()}: ${error.message}`));
+    await page.goto(link);
+    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/^Could not sign in: /);
+    expect(await page.locator('main').textContent()).toContain('npx roster login-link');
+    expect(page.url()).toBe(`${roster.address}/login`);
+    expect(await page.getByRole('navigation', { name: 'Main' }).count()).toBe(0);
+    // The browser reports the refused request itself, and nothing else.
+    expect(errors).toEqual([expect.stringContaining('401')]);
+    await shot(page, 'login-refused');
+    await second.close();
+    expect(problems).toEqual([]);
+  });
+
   it('gives a member the chat and their own memory only', async () => {
     const { directory } = roster.runtime.core;
     const guide = await directory.addAgent({ name: 'Guide', job: 'Shows the way.' });

@@ -53,7 +53,7 @@ export async function chatPage(context: PageContext): Promise<void> {
   const { root, params } = context;
   loading(root, 'agents');
   const agents = (await listAgents()).filter((agent) => agent.status === 'active');
-  const team = params.get('team') === 'true';
+  const team = params.get('team') === 'true' && agents.length > 1;
   const asked = params.get('agent');
   const chosen = team ? 'team' : asked !== null && agents.some((agent) => agent.name === asked) ? asked : (agents[0]?.name ?? '');
 

@@ -8,7 +8,12 @@ import { errorText } from '../ui.ts';
  * it from the address bar at once and trades it for a session cookie.
  */
 export async function loginPage(root: HTMLElement, signedIn: (person: Person, csrfToken: string) => void): Promise<void> {
-  const token = decodeURIComponent(location.hash.replace(/^#/, '')).trim();
+  let token = location.hash.replace(/^#/, '').trim();
+  try {
+    token = decodeURIComponent(token);
+  } catch {
+    // Not percent-encoded after all: the token as it stands.
+  }
   history.replaceState(null, '', '/login');
   const howTo = h('p', null, 'On the machine that runs Roster, run ', h('code', null, 'npx roster login-link'), ' and open the link it prints. A link works once, for 15 minutes.');
   if (token === '') {
