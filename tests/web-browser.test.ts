@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { mirrorReport } from '@roster/jobs';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeOpenAi } from './support/fake-openai.js';
 import { chromiumLaunch, startWebRoster, type WebRoster } from './support/web-roster.js';
 
@@ -22,6 +22,10 @@ beforeAll(async () => {
   roster = await startWebRoster({ ROSTER_JUDGE_ENGINE: fake.engine });
   browser = await chromium.launch(chromiumLaunch);
 }, 120_000);
+
+beforeEach(() => {
+  problems.length = 0;
+});
 
 afterAll(async () => {
   await browser?.close();
@@ -210,6 +214,69 @@ describe('the web page in a browser', () => {
 
     expect(problems).toEqual([]);
   }, 180_000);
+
+  it('updates, corrects and confirms a fact with its versions shown, and edits, archives, restores and purges an agent', async () => {
+    const keeper = await roster.runtime.core.directory.addAgent({ name: 'Keeper', job: 'Keeps notes.' });
+    await roster.runtime.memory.remember(
+      { agentId: keeper.id, personId: roster.owner.id, audience: 'private' },
+      { content: 'my flat is on the third floor', provenance: { actor: { kind: 'person', id: roster.owner.id } } },
+    );
+    const context = await browser.newContext();
+    const page = watch(await context.newPage());
+    await page.goto(await roster.loginLink());
+    await expect.poll(() => new URL(page.url()).pathname).toBe('/agents');
+
+    // That changed: the old content stays as the earlier version.
+    await page.goto(`${roster.address}/memory?agent=Keeper`);
+    let fact = page.locator('li.fact', { hasText: 'my flat is on the third floor' });
+    await fact.getByRole('button', { name: 'Update…' }).click();
+    await fact.getByLabel('It changed; from now on it is', { exact: true }).fill('my flat is on the fourth floor');
+    await fact.getByRole('button', { name: 'Save update' }).click();
+    fact = page.locator('li.fact', { hasText: 'my flat is on the fourth floor' });
+    await fact.getByRole('button', { name: 'History' }).click();
+    const versions = fact.locator('.timeline li.version');
+    await versions.nth(1).waitFor();
+    expect(await versions.locator('.content').allTextContents()).toEqual(['my flat is on the third floor', 'my flat is on the fourth floor']);
+    expect(await versions.locator('strong').allTextContents()).toEqual(['Earlier version', 'This version']);
+
+    // That was wrong: corrected, then confirmed.
+    await fact.getByRole('button', { name: 'Correct…' }).click();
+    await fact.getByLabel('It was wrong; the right content is', { exact: true }).fill('my flat is on the fifth floor');
+    await fact.getByRole('button', { name: 'Save correction' }).click();
+    fact = page.locator('li.fact', { hasText: 'my flat is on the fifth floor' });
+    await fact.getByRole('button', { name: 'Confirm' }).click();
+    await page.locator('li.fact .badge-verified').waitFor();
+    expect(await page.locator('li.fact', { hasText: 'my flat is on the fifth floor' }).locator('.badge').first().textContent()).toBe('verified');
+    expect(await page.locator('li.fact', { hasText: 'fourth floor' }).count()).toBe(0);
+    await shot(page, 'memory-versions');
+
+    // The agent: edited, archived, restored, archived again, then purged once its name is typed (only an archived agent can be).
+    await page.goto(`${roster.address}/agents`);
+    let card = page.locator('li.card[data-agent="Keeper"]');
+    await card.getByRole('button', { name: 'Edit Keeper' }).click();
+    await card.getByLabel('Job', { exact: true }).fill('Keeps notes about flats.');
+    await card.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(() => page.locator('li.card[data-agent="Keeper"] .job').textContent()).toBe('Keeps notes about flats.');
+    card = page.locator('li.card[data-agent="Keeper"]');
+    await card.getByRole('button', { name: 'Archive Keeper' }).click();
+    await expect.poll(() => page.locator('li.card[data-agent="Keeper"] .badge').textContent()).toBe('archived');
+    await page.locator('li.card[data-agent="Keeper"]').getByRole('button', { name: 'Restore Keeper' }).click();
+    await expect.poll(() => page.locator('li.card[data-agent="Keeper"] .badge').textContent()).toBe('active');
+    expect(await page.locator('li.card[data-agent="Keeper"]').getByRole('button', { name: 'Purge Keeper…' }).count()).toBe(0);
+    await page.locator('li.card[data-agent="Keeper"]').getByRole('button', { name: 'Archive Keeper' }).click();
+    await page.locator('li.card[data-agent="Keeper"]').getByRole('button', { name: 'Purge Keeper…' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Purge Keeper?' });
+    const purge = dialog.getByRole('button', { name: 'Purge Keeper' });
+    expect(await purge.isDisabled()).toBe(true);
+    await dialog.getByLabel('Type Keeper to confirm', { exact: true }).fill('keeper');
+    expect(await purge.isDisabled()).toBe(true);
+    await dialog.getByLabel('Type Keeper to confirm', { exact: true }).fill('Keeper');
+    await purge.click();
+    await page.locator('li.card[data-agent="Keeper"]').waitFor({ state: 'detached' });
+    expect((await roster.runtime.core.directory.listAgents({ includeArchived: true })).map((agent) => agent.name)).not.toContain('Keeper');
+    await context.close();
+    expect(problems).toEqual([]);
+  }, 120_000);
 
   it('refuses a spent login link, saying how to get a fresh one', async () => {
     const link = await roster.loginLink();

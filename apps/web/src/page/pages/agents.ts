@@ -32,7 +32,7 @@ function enginePicker(engines: EngineChoice[], selected?: string): { element: HT
 }
 
 function nameInput(value = ''): HTMLInputElement {
-  return h('input', { type: 'text', name: 'name', required: true, maxlength: '64', autocomplete: 'off', spellcheck: 'false', value });
+  return h('input', { type: 'text', name: 'name', required: true, maxlength: '80', autocomplete: 'off', spellcheck: 'false', value });
 }
 
 function jobInput(value = ''): HTMLTextAreaElement {
@@ -76,59 +76,53 @@ function agentCard(context: PageContext, agent: Agent, engines: EngineChoice[], 
   const report = outcome();
   const path = `/api/agents/${segment(agent.name)}`;
 
+  /** Run one step on the agent, then show the list as it now is. */
+  const step = (verb: 'archive' | 'restore', done: string) => async (): Promise<void> => {
+    try {
+      await api('POST', `${path}/${verb}`);
+      context.announce(`${agent.name} ${done}.`);
+      reload();
+    } catch (error) {
+      report.fail(error);
+    }
+  };
+
+  const purge = async (): Promise<void> => {
+    const confirmed = await confirmStep({
+      title: `Purge ${agent.name}?`,
+      body: [
+        h('p', null, `Purging forgets ${agent.name} and everything it remembers, for everyone. It cannot be undone; the audit keeps that it happened.`),
+        h('p', null, 'Restoring instead makes it active again, with its memory.'),
+      ],
+      confirm: `Purge ${agent.name}`,
+      typeToConfirm: agent.name,
+    });
+    if (!confirmed) return;
+    try {
+      const result = await api<{ facts: number }>('POST', `${path}/purge`, { confirm: agent.name });
+      context.announce(`${agent.name} was purged; ${result.facts} ${result.facts === 1 ? 'fact' : 'facts'} forgotten.`);
+      reload();
+    } catch (error) {
+      report.fail(error);
+    }
+  };
+
   const show = (): void => {
+    const active = agent.status === 'active';
     const buttons = [
-      h('a', { class: 'button plain', href: `/chat?agent=${encodeURIComponent(agent.name)}` }, 'Chat', h('span', { class: 'visually-hidden' }, ` with ${agent.name}`)),
+      active ? h('a', { class: 'button plain', href: `/chat?agent=${encodeURIComponent(agent.name)}` }, 'Chat', h('span', { class: 'visually-hidden' }, ` with ${agent.name}`)) : null,
       h('a', { class: 'button plain', href: `/memory?agent=${encodeURIComponent(agent.name)}` }, 'Memory', h('span', { class: 'visually-hidden' }, ` of ${agent.name}`)),
       action(`Edit ${agent.name}`, () => edit()),
-      agent.status === 'active'
-        ? action(`Archive ${agent.name}`, async () => {
-            try {
-              await api('POST', `${path}/archive`);
-              context.announce(`${agent.name} was archived.`);
-              reload();
-            } catch (error) {
-              report.fail(error);
-            }
-          })
-        : action(`Restore ${agent.name}`, async () => {
-            try {
-              await api('POST', `${path}/restore`);
-              context.announce(`${agent.name} was restored.`);
-              reload();
-            } catch (error) {
-              report.fail(error);
-            }
-          }),
-      action(
-        `Purge ${agent.name}…`,
-        async () => {
-          const confirmed = await confirmStep({
-            title: `Purge ${agent.name}?`,
-            body: [
-              h('p', null, `Purging forgets ${agent.name} and everything it remembers, for everyone. It cannot be undone; the audit keeps that it happened.`),
-              h('p', null, 'Archiving instead keeps its memory and can be restored.'),
-            ],
-            confirm: `Purge ${agent.name}`,
-            typeToConfirm: agent.name,
-          });
-          if (!confirmed) return;
-          try {
-            const result = await api<{ facts: number }>('POST', `${path}/purge`, { confirm: agent.name });
-            context.announce(`${agent.name} was purged; ${result.facts} ${result.facts === 1 ? 'fact' : 'facts'} forgotten.`);
-            reload();
-          } catch (error) {
-            report.fail(error);
-          }
-        },
-        { kind: 'danger' },
-      ),
+      active ? action(`Archive ${agent.name}`, step('archive', 'was archived')) : action(`Restore ${agent.name}`, step('restore', 'was restored')),
+      // Only an archived agent can be purged: archiving first is the pause before forgetting for good.
+      agent.status === 'archived' ? action(`Purge ${agent.name}…`, purge, { kind: 'danger' }) : null,
     ];
     replace(
       card,
       h('div', { class: 'card-head' }, h('h3', null, agent.name), badge(agent.status)),
       h('p', { class: 'job' }, agent.job),
       h('dl', { class: 'facts-inline' }, h('dt', null, 'Engine'), h('dd', null, h('code', null, agent.engine)), h('dt', null, 'Created'), h('dd', null, time(agent.createdAt))),
+      agent.status === 'archived' ? h('p', { class: 'hint' }, 'Archived: it keeps its memory and answers nobody. Restore it to talk to it again, or purge it to forget it for good.') : null,
       h('div', { class: 'actions' }, buttons),
       report.element,
     );

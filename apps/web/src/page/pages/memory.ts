@@ -44,8 +44,15 @@ interface MemoryView {
 
 function provenance(view: MemoryView, fact: Fact): Child {
   const source = fact.provenance;
-  const who = source.actorKind === 'person' && source.actorId !== null ? (view.names.get(source.actorId) ?? 'a person') : source.actorKind;
-  const parts: Child[] = [`${source.actorKind === 'person' ? 'told by' : 'written by'} `, h('strong', null, who)];
+  const name = source.actorId === null ? undefined : view.names.get(source.actorId);
+  const parts: Child[] =
+    source.actorKind === 'person'
+      ? ['told by ', h('strong', null, name ?? 'a person')]
+      : source.actorKind === 'owner'
+        ? ['set by ', h('strong', null, name ?? 'the owner'), ' (owner)']
+        : source.actorKind === 'agent'
+          ? ['written by ', h('strong', null, 'the agent')]
+          : ['written by ', h('strong', null, source.actorKind === 'job' ? 'a job' : source.actorKind)];
   if (source.channel !== null) parts.push(` on ${source.channel}`);
   if (source.tool !== null) parts.push(' with ', h('code', null, source.tool));
   const messages = source.sourceMessageIds.length;

@@ -44,7 +44,7 @@ export async function peoplePage(context: PageContext): Promise<void> {
     label: 'New person',
     submit: 'Add person',
     fields: [
-      field('Name', h('input', { type: 'text', name: 'name', required: true, maxlength: '64', autocomplete: 'off' })),
+      field('Name', h('input', { type: 'text', name: 'name', required: true, maxlength: '80', autocomplete: 'off' })),
       field('Role', select('role', [['member', 'Member: talks to agents, sees their own memory'], ['guest', 'Guest'], ['owner', 'Owner: manages everything']], 'member')),
     ],
     async run(data, report) {
