@@ -85,7 +85,13 @@ describe('roster start', () => {
     // A second command shares the running process's embedded database through its socket.
     const second = await runRoster(['migrate'], { ROSTER_DATA_DIR: dir });
     expect(second).toMatchObject({ code: 0, stdout: nothingToDo });
-    const queues = await fetch(`${address}/admin/queues/api/queues`);
+    // Bull Board is the owner's: refused without a session, shown with the one the first start's login link opens.
+    expect((await fetch(`${address}/admin/queues/api/queues`)).status).toBe(401);
+    const [, token] = (await roster.waitForOutput(/Made the first owner, "owner"\. .*: http:\/\/\S+\/login#(\S+)/)) as RegExpMatchArray;
+    const login = await fetch(`${address}/api/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token }) });
+    expect(login.status).toBe(200);
+    const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+    const queues = await fetch(`${address}/admin/queues/api/queues`, { headers: { cookie } });
     expect(queues.status).toBe(200);
     expect(((await queues.json()) as { queues: Array<{ name: string }> }).queues.map((queue) => queue.name).sort()).toEqual(
       ['embed', 'episodes', 'extract', 'fade', 'harvest', 'mirror', 'review'],

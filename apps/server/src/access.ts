@@ -80,6 +80,8 @@ export class FailureLimiter {
   }
 
   fail(key: string): void {
+    // Many sources at once: forget the oldest rather than grow without bound.
+    if (this.failures.size >= 10_000 && !this.failures.has(key)) this.failures.delete(this.failures.keys().next().value!);
     this.failures.set(key, [...(this.failures.get(key) ?? []), Date.now()]);
   }
 }

@@ -124,7 +124,9 @@ export class ApiRoutes {
         summary: definition.summary,
         operationId: operationId(definition.method, definition.url),
         ...(parameters.length > 0 ? { parameters } : {}),
-        ...(definition.body === undefined ? {} : { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(definition.body, 'input') } } } }),
+        ...(definition.body === undefined
+          ? {}
+          : { requestBody: { required: !definition.body.safeParse(undefined).success, content: { 'application/json': { schema: jsonSchema(definition.body, 'input') } } } }),
         responses,
         security: definition.access === 'public' ? [] : [{ session: [], csrf: [] }, { token: [] }],
       };
