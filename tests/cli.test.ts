@@ -76,8 +76,16 @@ describe('roster start', () => {
     const health = await response.json();
     expect(health).toMatchObject({ ok: true, database: 'embedded', redis: 'ok' });
     expect(health.pgvector).toMatch(/^0\.([89]|\d\d)\./);
+    // The page: its shell, and the script the shell names.
     const page = await fetch(`${address}/`);
-    expect(await page.text()).toContain('<h1>Roster</h1>');
+    expect(page.headers.get('content-type')).toContain('text/html');
+    const shell = await page.text();
+    expect(shell).toContain('<title>Roster</title>');
+    const script = /<script type="module" crossorigin src="(\/assets\/[^"]+\.js)"/.exec(shell)?.[1];
+    expect(script).toBeDefined();
+    const asset = await fetch(`${address}${script}`);
+    expect(asset.status).toBe(200);
+    expect(asset.headers.get('content-type')).toContain('javascript');
     const missing = await fetch(`${address}/no-such-page`);
     expect(missing.status).toBe(404);
     expect(await missing.json()).toEqual({ error: { code: 'not_found', message: 'No route for GET /no-such-page.' } });
