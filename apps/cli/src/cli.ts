@@ -6,6 +6,7 @@ import { runApprovals, runJobsRun, runLessons, runMirrorReport } from './command
 import { runMemoryForget, runMemoryHistory, runMemoryList } from './commands/memory.js';
 import { runDbServe } from './commands/db-serve.js';
 import { runDoctor } from './commands/doctor.js';
+import { runLoginLink } from './commands/login-link.js';
 import { runMigrate } from './commands/migrate.js';
 import { runServices } from './commands/services.js';
 import { describeFailure, stackOf, wantsStacks } from './failure.js';
@@ -63,6 +64,16 @@ const commands: Command[] = [
       'Other roster commands on the same data folder keep working while it serves.',
     ],
     run: runDbServe,
+  },
+  {
+    path: ['login-link'],
+    usage: 'roster login-link [--as PERSON]',
+    summary: 'Print a link that signs a person in to the web page once (15 minutes).',
+    details: [
+      '--as PERSON   whom it signs in. Without it: the first owner (made on a fresh install).',
+      'The token is after the #, so it reaches no server log. Anyone with the link is that person.',
+    ],
+    run: runLoginLink,
   },
   {
     path: ['agent', 'add'],

@@ -47,6 +47,19 @@ describe('parseConfig', () => {
     expect(config.WHATSAPP_ENABLED).toBe(true);
   });
 
+  it('reads TRUST_PROXY as none unless it is set, and ROSTER_ALLOWED_HOSTS as a list', () => {
+    const unset = parseConfig({});
+    expect(unset.TRUST_PROXY).toBe(false);
+    expect(unset.ROSTER_ALLOWED_HOSTS).toEqual([]);
+    expect(parseConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8' }).TRUST_PROXY).toEqual(['loopback', '10.0.0.0/8']);
+    expect(parseConfig({ TRUST_PROXY: '1' }).TRUST_PROXY).toBe(1);
+    expect(parseConfig({ TRUST_PROXY: 'true' }).TRUST_PROXY).toBe(true);
+    expect(parseConfig({ ROSTER_ALLOWED_HOSTS: 'Roster.Example.com, [::1]' }).ROSTER_ALLOWED_HOSTS).toEqual(['roster.example.com', '[::1]']);
+    expect(issuesFor({ TRUST_PROXY: 'everyone' }).map((issue) => issue.variable)).toEqual(['TRUST_PROXY']);
+    expect(issuesFor({ TRUST_PROXY: '10.0.0.0/99' }).map((issue) => issue.variable)).toEqual(['TRUST_PROXY']);
+    expect(issuesFor({ ROSTER_ALLOWED_HOSTS: 'a b' }).map((issue) => issue.variable)).toEqual(['ROSTER_ALLOWED_HOSTS']);
+  });
+
   const invalid: Array<[string, string, RegExp]> = [
     ['PORT', 'eighty', /expected 8420/],
     ['PORT', '70000', /expected 8420/],

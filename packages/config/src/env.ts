@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { ConfigError, type ConfigIssue } from '@roster/errors';
 import { z } from 'zod';
@@ -51,6 +52,50 @@ function optionalSecret(minLength = 1) {
 
 const port = z.coerce.number().int().min(1).max(65_535);
 
+/** The names proxy-addr knows for address ranges, beside addresses and CIDR blocks. */
+const proxyRangeNames = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/** An address, an address/prefix, or a range name (`loopback`): one entry of TRUST_PROXY. */
+function isProxyAddress(entry: string): boolean {
+  if (proxyRangeNames.has(entry)) return true;
+  const [address = '', prefix, extra] = entry.split('/');
+  const version = isIP(address);
+  if (version === 0 || extra !== undefined) return false;
+  if (prefix === undefined) return true;
+  const bits = Number(prefix);
+  return /^\d{1,3}$/.test(prefix) && bits <= (version === 4 ? 32 : 128);
+}
+
+/**
+ * Which proxies' X-Forwarded-For, -Proto and -Host headers to believe: a
+ * comma-separated list of their addresses, CIDR blocks or `loopback`; a
+ * number of hops; or `true` (every proxy: only when nothing else can reach
+ * the port). Unset: none, so a header a client wrote changes nothing.
+ */
+const trustProxy = z
+  .string()
+  .trim()
+  .optional()
+  .refine((value) => {
+    if (value === undefined || value === '' || value === 'true' || value === 'false') return true;
+    if (/^\d{1,2}$/.test(value)) return true;
+    return value.split(',').every((entry) => isProxyAddress(entry.trim()));
+  })
+  .transform((value): boolean | number | string[] => {
+    if (value === undefined || value === '' || value === 'false') return false;
+    if (value === 'true') return true;
+    if (/^\d{1,2}$/.test(value)) return Number(value);
+    return value.split(',').map((entry) => entry.trim());
+  });
+
+/** Host names the server answers to beyond its own address and the loopback names. */
+const allowedHosts = z
+  .string()
+  .trim()
+  .optional()
+  .refine((value) => value === undefined || value.split(',').every((entry) => /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)$/.test(entry.trim())))
+  .transform((value) => (value === undefined || value === '' ? [] : value.split(',').map((entry) => entry.trim().toLowerCase())));
+
 /**
  * Every environment variable Roster reads. Nothing else in the product reads
  * `process.env`: this table is parsed once at start and passed down.
@@ -92,6 +137,17 @@ export const environment = {
     schema: port.default(8420),
     example: '8420',
     description: 'The HTTP port of the server (web page, API, health, Bull Board).',
+  },
+  TRUST_PROXY: {
+    schema: trustProxy,
+    example: 'loopback, 10.0.0.5, 10.0.0.0/8 or 1',
+    description:
+      'The proxies whose X-Forwarded-* headers are believed (addresses, CIDR blocks, loopback, a hop count, or true). Unset: none.',
+  },
+  ROSTER_ALLOWED_HOSTS: {
+    schema: allowedHosts,
+    example: 'roster.example.com',
+    description: 'More host names the server answers to (comma-separated), beyond HOST, localhost, 127.0.0.1 and [::1].',
   },
   LOG_LEVEL: {
     schema: z.enum(logLevels).default('info'),

@@ -372,3 +372,59 @@ export function createAuditLog(options: { database: Database; key: InstallationK
     },
   };
 }
+
+/** One row of the audit log, as the owner reads it: ids, states and counts, never content. */
+export interface AuditEntry {
+  id: string;
+  agentId: string;
+  seq: number;
+  personId: string | null;
+  actorKind: string;
+  actorId: string | null;
+  action: string;
+  targetKind: string;
+  targetId: string | null;
+  detail: Record<string, unknown>;
+  occurredAt: Date;
+  hash: string;
+}
+
+/** The newest audit events (of one agent, of one action), newest first: the owner's tool. */
+export async function listAuditEvents(database: Database, options: { agentId?: string; action?: string; limit?: number } = {}): Promise<AuditEntry[]> {
+  const limit = Math.min(Math.max(Math.trunc(options.limit ?? 100), 1), 1000);
+  return database.adminScope('audit: list memory events', async (tx) => {
+    const { rows } = await tx.query<{
+      id: string;
+      agent_id: string;
+      seq: string;
+      person_id: string | null;
+      actor_kind: string;
+      actor_id: string | null;
+      action: string;
+      target_kind: string;
+      target_id: string | null;
+      detail: Record<string, unknown>;
+      occurred_at: Date;
+      hash: string;
+    }>(
+      `select id, agent_id, seq, person_id, actor_kind, actor_id, action, target_kind, target_id, detail, occurred_at, hash
+       from memory_events where ($1::uuid is null or agent_id = $1) and ($2::text is null or action = $2)
+       order by occurred_at desc, seq desc limit $3`,
+      [options.agentId ?? null, options.action ?? null, limit],
+    );
+    return rows.map((row) => ({
+      id: row.id,
+      agentId: row.agent_id,
+      seq: Number(row.seq),
+      personId: row.person_id,
+      actorKind: row.actor_kind,
+      actorId: row.actor_id,
+      action: row.action,
+      targetKind: row.target_kind,
+      targetId: row.target_id,
+      detail: row.detail,
+      occurredAt: row.occurred_at,
+      hash: row.hash,
+    }));
+  });
+}

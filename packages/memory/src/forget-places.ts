@@ -111,6 +111,12 @@ export const forgetPlaces: Readonly<Record<string, ForgetReach>> = {
   'outbox.name': noWords('a job name'),
   'outbox.dedupe_key': noWords('a key of ids'),
 
+  // Credentials of the HTTP API: hashes of random tokens, never words.
+  'login_links.token_hash': noWords('the SHA-256 of a random login token'),
+  'web_sessions.token_hash': noWords('the SHA-256 of a random session token'),
+  'api_tokens.token_hash': noWords('the SHA-256 of a random API token'),
+  'api_tokens.name': noWords('a label the person chose for their token'),
+
   'roster_migrations.name': noWords('a migration file name'),
   'roster_migrations.checksum': noWords('a migration file checksum'),
 };

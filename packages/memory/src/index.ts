@@ -1,4 +1,4 @@
-export { createAuditLog, type AuditLog, type ChainHead, type ChainReport, type HashKind, type MemoryEvent, type VerifyOptions } from './audit.js';
+export { createAuditLog, listAuditEvents, type AuditEntry, type AuditLog, type ChainHead, type ChainReport, type HashKind, type MemoryEvent, type VerifyOptions } from './audit.js';
 export * from './embedders/index.js';
 export { embedFacts, type EmbedFactsOptions, type EmbedFactsReport } from './embed-facts.js';
 export { ensureEmbeddingModel, writeEmbedding } from './embeddings.js';
@@ -8,7 +8,7 @@ export { erasedPlaces, forgetPlaces, redisPlaces, type ForgetReach } from './for
 export { bindInstallationKey } from './installation.js';
 export { fade, fadeBatchStatement, protectedCategories, type FadeOptions, type FadeReport } from './fade.js';
 export { closeMatches, hashingMatchRule, matchFacts, matchRule, matchTieMargin, type FactMatch, type MatchOptions, type MatchReason, type MatchRule } from './match.js';
-export { createMemory, type HistoryEntry, type Memory, type MemoryOptions, type RememberInput, type UseReason } from './memory.js';
+export { createMemory, type HistoryEntry, type VersionEvent, type Memory, type MemoryOptions, type RememberInput, type UseReason } from './memory.js';
 export { containsSecret, redactSecrets } from './redact.js';
 export { anyWordQuery, defaultVectorWeight, hashingVectorWeight, ScopeSizeCache, searchFacts, type SearchOptions } from './search.js';
 export {

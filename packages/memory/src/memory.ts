@@ -17,7 +17,7 @@ import { readableTrust, type Actor, type Fact, type Provenance, type SearchResul
 import { forgetFact, tombstoneMatcher, type TombstoneRow } from './forget.js';
 import { believedAt, believedNow, recordCorrection, recordUpdate, requireCurrent, versionHistory, type HistoryEntry } from './versions.js';
 
-export type { HistoryEntry } from './versions.js';
+export type { HistoryEntry, VersionEvent } from './versions.js';
 
 export interface RememberInput {
   content: string;
@@ -89,6 +89,12 @@ export interface Memory {
   /** Whether an automatic path would be refused this text (it matches a tombstone). */
   isTombstoned(scope: Scope, content: string): Promise<boolean>;
   get(scope: Scope, factId: string): Promise<Fact>;
+  /**
+   * The scope a fact of this agent lives in: its person's private scope, or
+   * the agent-wide one. For the owner's tools, which act on a fact by id;
+   * an id of another agent, or none, is `fact_not_found`.
+   */
+  scopeOf(agentId: string, factId: string): Promise<Scope>;
   /** What is believed now and valid now, newest first. */
   list(scope: Scope, options?: { category?: string; limit?: number }): Promise<Fact[]>;
   /** The versions of a fact, oldest first, each as believed now. */
@@ -386,6 +392,15 @@ export function createMemory(options: MemoryOptions): Memory {
         if (!readableTrust.includes(fact.trust)) throw new FactNotFoundError(factId);
         return fact;
       });
+    },
+
+    async scopeOf(agentId, factId) {
+      const personId = await database.adminScope('owner: find the scope of a fact', async (tx) => {
+        const { rows } = await tx.query<{ person_id: string | null }>('select person_id from facts where id::text = $1 and agent_id = $2', [factId, agentId]);
+        if (rows[0] === undefined) throw new FactNotFoundError(factId);
+        return rows[0].person_id;
+      });
+      return personId === null ? { agentId, personId: null, audience: 'agent' } : { agentId, personId, audience: 'private' };
     },
 
     async list(scope, options = {}) {

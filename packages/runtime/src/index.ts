@@ -17,6 +17,11 @@ export interface Runtime {
   memory: Memory;
   core: Core;
   engineFor(agent: Agent): Engine;
+  /**
+   * Refuse an engine reference that cannot be made (an unknown form, a missing
+   * key, a remote engine under PRIVACY=strict) before an agent is given it.
+   */
+  checkEngine(reference: string, agentName?: string): Engine;
   /** The engine that judges mirror replays: ROSTER_JUDGE_ENGINE, or the agent's own. */
   judgeFor(agent: Agent): Engine;
 }
@@ -92,5 +97,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     return judge;
   };
   const core = createCore({ database: options.database, memory, engineFor, ...(options.logger === undefined ? {} : { logger: options.logger }) });
-  return { embedder, memory, core, engineFor, judgeFor };
+  const checkEngine = (reference: string, agentName = 'check'): Engine =>
+    engineFor({ id: 'check', name: agentName, job: 'check', instructions: '', engine: reference, status: 'active', createdAt: new Date(0) });
+  return { embedder, memory, core, engineFor, judgeFor, checkEngine };
 }

@@ -24,14 +24,5 @@ export async function openRoster(io: CommandIo): Promise<ProcessRuntime & { rost
 export async function resolvePerson(roster: Runtime, name: string | undefined): Promise<Person> {
   const directory = roster.core.directory;
   if (name !== undefined) return directory.personByName(name);
-  const first = await directory.firstOwner();
-  if (first !== null) return first;
-  try {
-    return await directory.addPerson({ name: 'owner', role: 'owner' });
-  } catch (error) {
-    // Another command started at the same moment made it first: speak for that one.
-    const made = RosterError.isInstance(error) && error.code === 'person_exists' ? await directory.firstOwner() : null;
-    if (made !== null) return made;
-    throw error;
-  }
+  return (await directory.ensureFirstOwner()).person;
 }

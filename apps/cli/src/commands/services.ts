@@ -2,7 +2,7 @@ import { startGateway } from '@roster/gateway';
 import { connectionFromUrl, createQueues, type QueueSet } from '@roster/jobs';
 import { ensureRedis } from '@roster/redis';
 import { createRuntime } from '@roster/runtime';
-import { createServer, listen } from '@roster/server';
+import { createLoginLink, createServer, exposureWarning, listen, loginLinkLifetimeMs, loginLinkUrl } from '@roster/server';
 import { startWorker } from '@roster/worker';
 import type { CommandIo } from '../io.js';
 import { exitCode } from '../io.js';
@@ -40,10 +40,20 @@ export async function runServices(args: string[], io: CommandIo, services: reado
       stops.push(() => gateway.stop());
     }
     if (services.includes('server')) {
-      const app = await createServer({ config, database, redisUrl: redis.url, logger, ...(queues === undefined ? {} : { queues: Object.values(queues.queues) }) });
+      const warning = exposureWarning(config);
+      if (warning !== null) io.err(warning);
+      const app = await createServer({ config, database, runtime, redisUrl: redis.url, logger, ...(queues === undefined ? {} : { queues: Object.values(queues.queues) }) });
       const address = await listen(app, config);
       stops.push(() => app.close());
       io.out(`Roster is running at ${address} (${database.kind} database${database.kind === 'embedded' ? ` in ${database.location}` : ''}${redis.private ? ', private Redis' : ''}). Press Ctrl+C to stop.`);
+      // The first start of an installation makes its owner and hands them the way in.
+      const { person, created } = await runtime.core.directory.ensureFirstOwner();
+      if (created) {
+        const link = await createLoginLink(database, person.id);
+        io.out(`Made the first owner, "${person.name}". Sign in within ${loginLinkLifetimeMs / 60_000} minutes (the link works once): ${loginLinkUrl(config, link.token)}`);
+      } else {
+        io.out('Sign in with a link from roster login-link.');
+      }
     } else {
       io.out(`Roster ${services.join(' + ')} is running. Press Ctrl+C to stop.`);
     }
