@@ -1,3 +1,4 @@
+import { testInstallationKey } from '@roster/config/testing';
 import { createLogger, parseConfig, type Config } from '@roster/config';
 import type { Person } from '@roster/core';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
@@ -39,7 +40,7 @@ export interface ApiServer {
 export async function startApiServer(env: Record<string, string> = {}, queues?: readonly Queue[]): Promise<ApiServer> {
   const test = await openTestDatabase();
   const config = parseConfig({ LOG_LEVEL: 'silent', ...env });
-  const runtime = await createRuntime({ config, database: test.database });
+  const runtime = await createRuntime({ config, database: test.database, key: testInstallationKey });
   const app = await createServer({ config, database: test.database, runtime, redisUrl, logger: createLogger(config), ...(queues === undefined ? {} : { queues }) });
   const server: ApiServer = {
     app,

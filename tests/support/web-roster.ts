@@ -1,3 +1,4 @@
+import { testInstallationKey } from '@roster/config/testing';
 import { randomUUID } from 'node:crypto';
 import { createLogger, parseConfig } from '@roster/config';
 import type { Person } from '@roster/core';
@@ -41,7 +42,7 @@ export interface WebRoster {
 export async function startWebRoster(env: Record<string, string> = {}): Promise<WebRoster> {
   const test = await openTestDatabase();
   const config = parseConfig({ LOG_LEVEL: 'silent', HOST: '127.0.0.1', ...env });
-  const runtime = await createRuntime({ config, database: test.database });
+  const runtime = await createRuntime({ config, database: test.database, key: testInstallationKey });
   const owner = await runtime.core.directory.addPerson({ name: 'Ada', role: 'owner' });
   const prefix = `test-${randomUUID()}`;
   const worker = await startJobWorker({
