@@ -123,6 +123,7 @@ describe('every route needs a session or a token', () => {
       const response = await call(route.method, route.url, route.method === 'GET' ? {} : { body: {} });
       expectError(response, 401, 'unauthenticated');
     }
+    expectError(await call('GET', '/api/openapi.json'), 401, 'unauthenticated');
     // A cookie that names no session, and a token that names none, are no one.
     expectError(await call('GET', '/api/me', { headers: { cookie: `${sessionCookie}=${'x'.repeat(43)}` } }), 401, 'unauthenticated');
     expectError(await call('GET', '/api/me', { as: { token: `${apiTokenPrefix}${'y'.repeat(43)}` } }), 401, 'unauthenticated');
@@ -465,6 +466,10 @@ describe('errors', () => {
       expect(body.error.message).toBe('The server failed to answer; see its log.');
       if (stack) expect(body.error.stack).toMatch(/database was closed[\s\S]*\n\s+at /);
       else expect(body.error).not.toHaveProperty('stack');
+      // The same inside a handler (the page reads the database itself).
+      const page = await target.request('GET', '/');
+      expect(page.statusCode).toBe(500);
+      expect(Object.keys((page.json() as { error: object }).error).sort()).toEqual(stack ? ['code', 'message', 'stack'] : ['code', 'message']);
       await target.close();
     }
   });

@@ -134,7 +134,7 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
   memoryRoutes(context);
   learningRoutes(context);
   peopleRoutes(context);
-  app.get('/api/openapi.json', async () => routes.document({ title: 'Roster', version: '0.1.0' }));
+  app.get('/api/openapi.json', { config: { access: 'person' } }, async () => routes.document({ title: 'Roster', version: '0.1.0' }));
 
   if (options.queues !== undefined && options.queues.length > 0) await mountBullBoards(app, database, options.queues, showStack);
   return app;
