@@ -262,7 +262,7 @@ describe('HTTP answers', () => {
     ];
     return Promise.all(requests.map(async (request) => {
       const response = await request;
-      return { status: response.status, body: await response.json() };
+      return { status: response.status, body: (await response.json()) as { error: { code: string; message: string; stack?: string } } };
     }));
   }
 

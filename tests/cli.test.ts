@@ -73,7 +73,7 @@ describe('roster start', () => {
 
     const response = await fetch(`${address}/healthz`);
     expect(response.status).toBe(200);
-    const health = await response.json();
+    const health = (await response.json()) as { pgvector: string };
     expect(health).toMatchObject({ ok: true, database: 'embedded', redis: 'ok' });
     expect(health.pgvector).toMatch(/^0\.([89]|\d\d)\./);
     // The page: its shell, and the script the shell names.
