@@ -1,5 +1,8 @@
+import { createHash } from 'node:crypto';
+import { testInstallationKey } from '@roster/config/testing';
 import { tablesWithoutContent, type Database, type Scope, type Transaction } from '@roster/db';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
+import { createAuditLog } from '@roster/memory';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
@@ -56,7 +59,10 @@ const cases: TableCase[] = [
   },
   {
     table: 'memory_events',
-    seed: (tx, r) => tx.query(`select roster_append_event($1, $2, 'person', null, $3, 'fact', null, '{}')`, [r.agent, r.person, r.tag]).then(() => {}),
+    seed: (tx, r) =>
+      createAuditLog({ database: db, key: testInstallationKey })
+        .append(tx, { agentId: r.agent, personId: r.person, actor: { kind: 'person' }, action: r.tag, targetKind: 'fact', targetId: null })
+        .then(() => {}),
     read: 'select action as tag from memory_events',
     seen: ['mine'],
   },
@@ -136,6 +142,24 @@ const cases: TableCase[] = [
     read: 'select account as tag from channel_bindings',
     seen: [],
   },
+  {
+    table: 'login_links',
+    seed: (tx, r) => tx.query(`insert into login_links (token_hash, person_id, expires_at) values ($1, $2, now() + interval '15 minutes')`, [hashOf(r.tag), r.person]).then(() => {}),
+    read: `select token_hash as tag from login_links`,
+    seen: [],
+  },
+  {
+    table: 'web_sessions',
+    seed: (tx, r) => tx.query(`insert into web_sessions (token_hash, person_id, expires_at) values ($1, $2, now() + interval '1 day')`, [hashOf(r.tag), r.person]).then(() => {}),
+    read: `select token_hash as tag from web_sessions`,
+    seen: [],
+  },
+  {
+    table: 'api_tokens',
+    seed: (tx, r) => tx.query(`insert into api_tokens (token_hash, person_id, name) values ($1, $2, $3)`, [hashOf(r.tag), r.person, r.tag]).then(() => {}),
+    read: `select name as tag from api_tokens`,
+    seen: [],
+  },
 ];
 
 const rows: Record<Row, { agent: () => string; person: () => string; conversation: () => string }> = {
@@ -144,10 +168,14 @@ const rows: Record<Row, { agent: () => string; person: () => string; conversatio
   'other-agent': { agent: () => id.coder, person: () => id.ada, conversation: () => id.dmAda },
 };
 const tagOf = (table: string, row: Row) => `${table}:${row}`;
+/** A credential's stored form: the SHA-256 of something, in hex. */
+const hashOf = (tag: string) => createHash('sha256').update(tag).digest('hex');
 /** A link code made of the allowed alphabet, distinct per row. */
 const codeOf = (tag: string) => ({ mine: 'AAAAAAAA', 'other-person': 'BBBBBBBB', 'other-agent': 'CCCCCCCC' })[tag.split(':')[1] as Row];
+/** Tables whose rows keep a hash where the others keep the tag. */
+const hashedTables = new Set(['login_links', 'web_sessions']);
 const tagsFor = (table: string, seen: readonly Row[]) =>
-  seen.map((row) => (table === 'link_codes' ? codeOf(tagOf(table, row)) : tagOf(table, row))).sort();
+  seen.map((row) => (table === 'link_codes' ? codeOf(tagOf(table, row)) : hashedTables.has(table) ? hashOf(tagOf(table, row)) : tagOf(table, row))).sort();
 
 beforeAll(async () => {
   test = await openTestDatabase();

@@ -60,7 +60,7 @@ describe('version and help', () => {
     const commands = [
       'start', 'server', 'worker', 'gateway', 'migrate', 'db serve', 'agent add', 'agent list', 'agent archive', 'agent restore',
       'agent rename', 'agent purge', 'person add', 'person list', 'person link-code', 'chat', 'memory list', 'memory forget',
-      'memory history', 'jobs run', 'mirror report', 'approvals', 'lessons', 'audit verify', 'doctor',
+      'memory history', 'jobs run', 'mirror report', 'approvals', 'lessons', 'audit head', 'audit verify', 'login-link', 'doctor',
     ];
     for (const command of commands) expect(overview.stdout).toContain(`roster ${command}`);
     expect(overview.stdout).toContain('<fade|harvest|mirror|review|extract|embed|episodes|erase>');
@@ -234,7 +234,7 @@ describe('failures are one line', () => {
     });
     const { run } = rosterIn(dataDir(), { ROSTER_QUEUE_PREFIX: prefix });
     const queued = await run('jobs', 'run', 'fade');
-    expect(queued.code).toBe(0);
+    expect(queued.code, queued.stderr).toBe(0);
     expect(queued.stdout).toMatch(/^fade queued as job \S+\.$/m);
     const waited = await run('jobs', 'run', 'fade', '--wait', '--timeout', '1');
     expect(waited.code).toBe(1);
@@ -262,7 +262,7 @@ describe('HTTP answers', () => {
     ];
     return Promise.all(requests.map(async (request) => {
       const response = await request;
-      return { status: response.status, body: await response.json() };
+      return { status: response.status, body: (await response.json()) as { error: { code: string; message: string; stack?: string } } };
     }));
   }
 

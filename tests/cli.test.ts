@@ -73,11 +73,19 @@ describe('roster start', () => {
 
     const response = await fetch(`${address}/healthz`);
     expect(response.status).toBe(200);
-    const health = await response.json();
+    const health = (await response.json()) as { pgvector: string };
     expect(health).toMatchObject({ ok: true, database: 'embedded', redis: 'ok' });
     expect(health.pgvector).toMatch(/^0\.([89]|\d\d)\./);
+    // The page: its shell, and the script the shell names.
     const page = await fetch(`${address}/`);
-    expect(await page.text()).toContain('<h1>Roster</h1>');
+    expect(page.headers.get('content-type')).toContain('text/html');
+    const shell = await page.text();
+    expect(shell).toContain('<title>Roster</title>');
+    const script = /<script type="module" crossorigin src="(\/assets\/[^"]+\.js)"/.exec(shell)?.[1];
+    expect(script).toBeDefined();
+    const asset = await fetch(`${address}${script}`);
+    expect(asset.status).toBe(200);
+    expect(asset.headers.get('content-type')).toContain('javascript');
     const missing = await fetch(`${address}/no-such-page`);
     expect(missing.status).toBe(404);
     expect(await missing.json()).toEqual({ error: { code: 'not_found', message: 'No route for GET /no-such-page.' } });
@@ -85,7 +93,13 @@ describe('roster start', () => {
     // A second command shares the running process's embedded database through its socket.
     const second = await runRoster(['migrate'], { ROSTER_DATA_DIR: dir });
     expect(second).toMatchObject({ code: 0, stdout: nothingToDo });
-    const queues = await fetch(`${address}/admin/queues/api/queues`);
+    // Bull Board is the owner's: refused without a session, shown with the one the first start's login link opens.
+    expect((await fetch(`${address}/admin/queues/api/queues`)).status).toBe(401);
+    const [, token] = (await roster.waitForOutput(/Made the first owner, "owner"\. .*: http:\/\/\S+\/login#(\S+)/)) as RegExpMatchArray;
+    const login = await fetch(`${address}/api/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token }) });
+    expect(login.status).toBe(200);
+    const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+    const queues = await fetch(`${address}/admin/queues/api/queues`, { headers: { cookie } });
     expect(queues.status).toBe(200);
     expect(((await queues.json()) as { queues: Array<{ name: string }> }).queues.map((queue) => queue.name).sort()).toEqual(
       ['embed', 'episodes', 'erase', 'extract', 'fade', 'harvest', 'mirror', 'review'],

@@ -7,7 +7,7 @@ afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
 
-async function fixture(agents = [{ name: 'Scout' }]): Promise<RosterFixture> {
+async function fixture(agents: Array<{ name: string; engine?: string }> = [{ name: 'Scout' }]): Promise<RosterFixture> {
   const f = await rosterFixture({ agents, people: ['Ada', 'Bob'] });
   cleanups.push(() => f.cleanup());
   return f;
@@ -73,7 +73,7 @@ describe('strangers and access', () => {
 
   it('limits pending link codes to three and expires them after an hour', async () => {
     const f = await fixture();
-    const codes = [];
+    const codes: Array<{ code: string; expiresAt: Date }> = [];
     for (let i = 0; i < 3; i += 1) codes.push(await f.roster.core.directory.createLinkCode(f.people.Bob!.id));
     await expect(f.roster.core.directory.createLinkCode(f.people.Bob!.id)).rejects.toMatchObject({ code: 'link_codes_exhausted' });
     await f.database.adminScope('test: age a code past its hour', (tx) =>
@@ -172,7 +172,7 @@ describe('prompts and colleagues', () => {
       return { text: 'done' };
     });
     cleanups.push(() => fake.close());
-    const f = await fixture([{ name: 'Scout', engine: fake.engine }, { name: 'Coder', engine: fake.engine }] as Array<{ name: string }>);
+    const f = await fixture([{ name: 'Scout', engine: fake.engine }, { name: 'Coder', engine: fake.engine }]);
     const coderBob = { agentId: f.agents.Coder!.id, personId: f.people.Bob!.id, audience: 'private' as const };
     await f.roster.memory.remember(coderBob, { content: 'Bob is job hunting quietly', provenance: { actor: { kind: 'person', id: f.people.Bob!.id } } });
     await f.roster.memory.remember(coderBob, { content: 'The build server is called kiln', audience: 'agent', provenance: { actor: { kind: 'person', id: f.people.Bob!.id } } });

@@ -54,7 +54,7 @@ describe('forget, after the whole learning loop', () => {
     await loop.run('review', { agentId: loop.ids.scout });
     const pending = await listApprovals(loop.test.database, { agentId: loop.ids.scout, status: 'pending' });
     expect(pending.map((approval) => approval.text)).toEqual(['My locker is behind the pistachio bakery on the corner.']);
-    await approveLesson(loop.test.database, pending[0]!.id, { kind: 'person', personId: loop.ids.ada });
+    await approveLesson(loop.test.database, loop.roster.memory.audit, pending[0]!.id, { kind: 'person', personId: loop.ids.ada });
 
     const before = await scanDatabase(loop.test.database, needles);
     // Positive control: the words are in the transcript, the facts, the index, the signals, the case, the run, the approval and the lesson.
@@ -113,7 +113,7 @@ describe('agent purge, after the whole learning loop', () => {
     await loop.run('review', { agentId: loop.ids.coder });
     const pending = await listApprovals(loop.test.database, { agentId: loop.ids.coder, status: 'pending' });
     expect(pending).toHaveLength(1);
-    await approveLesson(loop.test.database, pending[0]!.id, { kind: 'person', personId: loop.ids.ada });
+    await approveLesson(loop.test.database, loop.roster.memory.audit, pending[0]!.id, { kind: 'person', personId: loop.ids.ada });
     await loop.run('episodes', { agentId: loop.ids.coder, idleMinutes: 0 });
 
     // Positive control: Coder's words are in the transcript, the facts, the loop's tables and the episode.

@@ -9,10 +9,11 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseConfig } from '@roster/config';
+import { testInstallationKey, testSecretKey } from '@roster/config/testing';
 import { migrate, openEmbeddedDatabase, type Database } from '@roster/db';
 import { openTestDatabase } from '@roster/db/testing';
 import { connectionFromUrl, createQueues, jobNames, relayOutbox, type QueueSet, type RelayReport } from '@roster/jobs';
-import { contentHash, verifyAudit } from '@roster/memory';
+import { contentHash, createAuditLog } from '@roster/memory';
 import { pingRedis } from '@roster/redis';
 import { createRuntime } from '@roster/runtime';
 import type { Job } from 'bullmq';
@@ -118,7 +119,7 @@ describe('outbox relay while Redis is away', () => {
     const test = await openTestDatabase();
     cleanups.push(() => test.cleanup());
     const { database } = test;
-    const roster = await createRuntime({ config: parseConfig({}), database });
+    const roster = await createRuntime({ config: parseConfig({}), database, key: testInstallationKey });
     const scout = await roster.core.directory.addAgent({ name: 'Scout', job: 'the Scout job' });
     const ada = await roster.core.directory.addPerson({ name: 'Ada' });
 
@@ -259,7 +260,8 @@ async function fadeFixture() {
     for (const name of jobNames) await queues.queues[name].obliterate({ force: true });
     await queues.close();
   });
-  const env = { ROSTER_DATA_DIR: dir, ROSTER_QUEUE_PREFIX: prefix, ROSTER_JOB_LOCK_SECONDS: '2', REDIS_URL: redisUrl };
+  // The workers hold the key the test wrote memory with.
+  const env = { ROSTER_DATA_DIR: dir, ROSTER_QUEUE_PREFIX: prefix, ROSTER_JOB_LOCK_SECONDS: '2', REDIS_URL: redisUrl, ROSTER_SECRET_KEY: testSecretKey };
   const startWorker = async () => {
     const worker = startRoster(['worker'], env);
     cleanups.push(async () => {
@@ -303,7 +305,7 @@ async function expectFadedOnce(database: Database, eligible: number, recent: num
   expect(after.active).toBe(recent);
   expect(after.events.length).toBe(after.faded);
   expect(new Set(after.events.map((event) => event.target_id)).size).toBe(after.events.length);
-  expect((await verifyAudit(database)).every((chain) => chain.ok)).toBe(true);
+  expect((await createAuditLog({ database, key: testInstallationKey }).verify()).every((chain) => chain.ok)).toBe(true);
   return after;
 }
 

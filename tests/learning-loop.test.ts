@@ -44,7 +44,7 @@ async function lesson(agentId: string, text: string): Promise<string> {
     const { rows } = await tx.query<{ id: string }>(`insert into approvals (agent_id, text, proposed_by_kind, proposed_by) values ($1, $2, 'agent', 'test') returning id`, [agentId, text]);
     return rows[0]!.id;
   });
-  return (await approveLesson(loop.test.database, approvalId, { kind: 'person', personId: loop.ids.ada })).id;
+  return (await approveLesson(loop.test.database, loop.roster.memory.audit, approvalId, { kind: 'person', personId: loop.ids.ada })).id;
 }
 
 async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
@@ -136,7 +136,7 @@ describe('lesson review', () => {
     const lessons = () => loop.test.database.adminScope('test: lessons', async (tx) => (await tx.query<{ status: string; text: string }>('select status, text from lessons')).rows);
     expect(await lessons()).toEqual([]);
     // Nothing that runs without a person can approve, even naming one.
-    await expect(runAsJob('review', () => approveLesson(loop.test.database, pending!.id, { kind: 'person', personId: loop.ids.ada }))).rejects.toMatchObject({
+    await expect(runAsJob('review', () => approveLesson(loop.test.database, loop.roster.memory.audit, pending!.id, { kind: 'person', personId: loop.ids.ada }))).rejects.toMatchObject({
       code: 'approval_from_job',
     });
     await expect(
@@ -147,18 +147,18 @@ describe('lesson review', () => {
     expect(await lessons()).toEqual([]);
 
     // A person approves: the lesson rides in Scout's prompt from now on.
-    const approved = await approveLesson(loop.test.database, pending!.id, { kind: 'person', personId: loop.ids.ada });
+    const approved = await approveLesson(loop.test.database, loop.roster.memory.audit, pending!.id, { kind: 'person', personId: loop.ids.ada });
     expect(approved).toMatchObject({ status: 'active', version: 1, approvedBy: loop.ids.ada });
     expect(await lessons()).toEqual([{ status: 'active', text: 'Give me prices in euros first.' }]);
 
     // Retired: its text cannot be promoted again, by review or by approval.
-    await retireLesson(loop.test.database, approved.id, 'prices vary by trip now', { kind: 'person', personId: loop.ids.ada });
+    await retireLesson(loop.test.database, loop.roster.memory.audit, approved.id, 'prices vary by trip now', { kind: 'person', personId: loop.ids.ada });
     await loop.say('Scout', 'ada', 'from now on, give me prices in euros first!');
     expect(await loop.run('review', { agentId: loop.ids.scout })).toMatchObject({ proposed: 0 });
     const again = await loop.test.database.withScope({ agentId: loop.ids.scout, personId: null, audience: 'agent' }, async (tx) =>
       (await tx.query<{ id: string }>(`insert into approvals (agent_id, text, proposed_by_kind) values ($1, 'Give me prices in euros first.', 'agent') returning id`, [loop.ids.scout])).rows[0]!.id,
     );
-    await expect(approveLesson(loop.test.database, again, { kind: 'person', personId: loop.ids.ada })).rejects.toMatchObject({ code: 'lesson_invalid' });
+    await expect(approveLesson(loop.test.database, loop.roster.memory.audit, again, { kind: 'person', personId: loop.ids.ada })).rejects.toMatchObject({ code: 'lesson_invalid' });
     expect((await lessons()).map((row) => row.status)).toEqual(['retired']);
   });
 });

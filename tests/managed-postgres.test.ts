@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { migrate, openServerDatabase, type Database } from '@roster/db';
 import { parseConfig } from '@roster/config';
+import { testInstallationKey } from '@roster/config/testing';
 import { createRuntime } from '@roster/runtime';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -58,7 +59,7 @@ describe.skipIf(adminUrl === undefined || adminUrl === '')('a managed Postgres, 
     const database: Database = await openServerDatabase(asRole.toString());
     cleanups.push(() => database.close());
     await migrate(database);
-    const roster = await createRuntime({ config: parseConfig({}), database });
+    const roster = await createRuntime({ config: parseConfig({}), database, key: testInstallationKey });
     const scout = await roster.core.directory.addAgent({ name: 'Scout', job: 'finds things' });
     const coder = await roster.core.directory.addAgent({ name: 'Coder', job: 'writes code' });
     const ada = await roster.core.directory.addPerson({ name: 'Ada', role: 'owner' });

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseConfig } from '@roster/config';
+import { testInstallationKey, testSecretKey } from '@roster/config/testing';
 import { migrate, openEmbeddedDatabase, type Database } from '@roster/db';
 import { createRuntime, type Runtime } from '@roster/runtime';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -15,7 +16,7 @@ afterEach(async () => {
 async function open(dir: string): Promise<{ database: Database; roster: Runtime }> {
   const database = await openEmbeddedDatabase(path.join(dir, 'pglite'));
   await migrate(database);
-  const roster = await createRuntime({ config: parseConfig({}), database });
+  const roster = await createRuntime({ config: parseConfig({}), database, key: testInstallationKey });
   return { database, roster };
 }
 
@@ -52,7 +53,7 @@ describe('one road', () => {
     await seeded.database.close();
 
     // Road 1: the CLI.
-    const cli = await runRoster(['chat', '--agent', 'Scout', '--as', 'Ada', "that's wrong, my desk is on floor 3"], { ROSTER_DATA_DIR: dir });
+    const cli = await runRoster(['chat', '--agent', 'Scout', '--as', 'Ada', "that's wrong, my desk is on floor 3"], { ROSTER_DATA_DIR: dir, ROSTER_SECRET_KEY: testSecretKey });
     expect(cli.code, cli.stderr).toBe(0);
 
     const { database, roster } = await open(dir);

@@ -1,11 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { createLogger } from '@roster/config';
-import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
 import { connectionFromUrl, createQueues, registerSchedulers, type QueueSet } from '@roster/jobs';
-import { createServer } from '@roster/server';
+import { bullBoardPath, readOnlyBullBoardPath } from '@roster/server';
 import { afterEach, describe, expect, it } from 'vitest';
-
-const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+import { redisUrl, startApiServer } from './support/api-server.js';
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
@@ -21,31 +18,63 @@ async function queues(prefix = `test-${randomUUID()}`): Promise<QueueSet> {
 }
 
 describe('Bull Board', () => {
-  it('shows every queue on loopback and refuses other addresses until the owner login exists', async () => {
-    const test: TestDatabase = await openTestDatabase();
-    cleanups.push(() => test.cleanup());
+  it('answers the owner’s session, gives a member the read-only board, and nobody else, from whatever address', async () => {
     const set = await queues();
     await set.queues.fade.add('fade', {});
-    const app = await createServer({
-      config: { HOST: '127.0.0.1', PORT: 0, NODE_ENV: 'test' },
-      database: test.database,
-      redisUrl,
-      logger: createLogger({ LOG_LEVEL: 'silent' }),
-      queues: Object.values(set.queues),
-    });
-    cleanups.push(() => app.close());
+    const server = await startApiServer({}, Object.values(set.queues));
+    cleanups.push(() => server.close());
+    const { directory } = server.runtime.core;
+    const owner = await server.signIn(await directory.addPerson({ name: 'Ada', role: 'owner' }));
+    const member = await server.signIn(await directory.addPerson({ name: 'Bob', role: 'member' }));
 
-    const local = await app.inject({ method: 'GET', url: '/admin/queues/api/queues', remoteAddress: '127.0.0.1' });
+    // No session: 401, on loopback, and with a proxy's X-Forwarded-For that claims loopback.
+    for (const request of [
+      { remoteAddress: '127.0.0.1' },
+      { remoteAddress: '192.0.2.10', headers: { 'x-forwarded-for': '127.0.0.1' } },
+    ]) {
+      for (const url of [bullBoardPath, `${bullBoardPath}/api/queues`, readOnlyBullBoardPath, `${readOnlyBullBoardPath}/api/queues`]) {
+        const refused = await server.request('GET', url, request);
+        expect(refused.statusCode, url).toBe(401);
+        expect(refused.json()).toMatchObject({ error: { code: 'unauthenticated' } });
+      }
+    }
+    // A host it does not answer to: refused, even with the owner's session.
+    const rebound = await server.request('GET', `${bullBoardPath}/api/queues`, { as: owner, headers: { host: 'evil.example:8420' } });
+    expect(rebound.statusCode).toBe(421);
+    expect(rebound.json()).toMatchObject({ error: { code: 'host_not_allowed' } });
+
+    // The owner's session: every queue, and the board's own page.
+    const local = await server.request('GET', `${bullBoardPath}/api/queues`, { as: owner });
     expect(local.statusCode).toBe(200);
-    const body = local.json() as { queues: Array<{ name: string; counts: Record<string, number> }> };
+    const body = local.json() as { queues: Array<{ name: string; counts: Record<string, number>; readOnlyMode: boolean }> };
     expect(body.queues.map((queue) => queue.name).sort()).toEqual(['embed', 'episodes', 'erase', 'extract', 'fade', 'harvest', 'mirror', 'review']);
-    expect(body.queues.find((queue) => queue.name === 'fade')?.counts.waiting).toBe(1);
-    const page = await app.inject({ method: 'GET', url: '/admin/queues', remoteAddress: '::1' });
-    expect(page.statusCode).toBe(200);
+    expect(body.queues.find((queue) => queue.name === 'fade')).toMatchObject({ counts: expect.objectContaining({ waiting: 1 }), readOnlyMode: false });
+    expect((await server.request('GET', bullBoardPath, { as: owner })).statusCode).toBe(200);
+    // The owner's changes must come from a page of this server (its Origin): another site's form cannot make one.
+    const forged = await server.request('PUT', `${bullBoardPath}/api/queues/fade/pause`, { as: owner, csrf: false });
+    expect(forged.statusCode).toBe(403);
+    expect(forged.json()).toMatchObject({ error: { code: 'csrf_failed' } });
+    const elsewhere = await server.request('PUT', `${bullBoardPath}/api/queues/fade/pause`, { as: owner, csrf: false, headers: { origin: 'http://evil.example' } });
+    expect(elsewhere.statusCode).toBe(403);
+    expect(await set.queues.fade.isPaused()).toBe(false);
+    const paused = await server.request('PUT', `${bullBoardPath}/api/queues/fade/pause`, { as: owner, csrf: false, headers: { origin: 'http://localhost' } });
+    expect(paused.statusCode).toBe(200);
+    expect(await set.queues.fade.isPaused()).toBe(true);
 
-    const remote = await app.inject({ method: 'GET', url: '/admin/queues/api/queues', remoteAddress: '192.0.2.10' });
-    expect(remote.statusCode).toBe(403);
-    expect(remote.json()).toEqual({ error: { code: 'forbidden', message: 'Bull Board answers only on loopback until the owner login is set up.' } });
+    // A member: the owner's board sends them to the read-only one, which shows the queues and changes nothing.
+    const sent = await server.request('GET', `${bullBoardPath}/api/queues`, { as: member });
+    expect(sent.statusCode).toBe(303);
+    expect(sent.headers.location).toBe(`${readOnlyBullBoardPath}/api/queues`);
+    const readOnly = await server.request('GET', `${readOnlyBullBoardPath}/api/queues`, { as: member });
+    expect(readOnly.statusCode).toBe(200);
+    expect((readOnly.json() as typeof body).queues.every((queue) => queue.readOnlyMode)).toBe(true);
+    expect((await server.request('GET', readOnlyBullBoardPath, { as: member })).statusCode).toBe(200);
+    const memberResume = await server.request('PUT', `${bullBoardPath}/api/queues/fade/resume`, { as: member, csrf: false, headers: { origin: 'http://localhost' } });
+    expect(memberResume.statusCode).toBe(403);
+    expect(memberResume.json()).toMatchObject({ error: { code: 'owner_required' } });
+    const readOnlyResume = await server.request('PUT', `${readOnlyBullBoardPath}/api/queues/fade/resume`, { as: member, csrf: false, headers: { origin: 'http://localhost' } });
+    expect(readOnlyResume.statusCode).toBe(405);
+    expect(await set.queues.fade.isPaused()).toBe(true);
   });
 });
 

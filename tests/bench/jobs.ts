@@ -5,11 +5,12 @@
  *
  * Fade: at each size, N facts across `--agents` agents (one person each),
  * all recorded 60 days ago and never used, so every one is eligible; then
- * `fade(database)` as the nightly job runs it (batches of 500), timed, with
- * each statement it sends timed by kind; then the parts of one audit event
- * (`roster_append_event`, which `roster_append_events` calls once per fact)
- * timed inside Postgres, and from JavaScript one event per statement against a
- * batch of them per statement.
+ * `fade(database, audit)` as the nightly job runs it (batches of 500), timed,
+ * with each statement it sends timed by kind; then the parts of one audit
+ * event timed inside Postgres (the chain's lock, its last event, and
+ * `roster_insert_events`, which stores events whose keyed hashes JavaScript
+ * computed), and from JavaScript one `audit.append` against a batch of
+ * events per `audit.appendMany`.
  *
  * Relay: `--jobs` outbox rows relayed by `relayOutbox` (batches of 200),
  * against the same number of `queue.add` calls in a loop and `addBulk` in
@@ -21,10 +22,11 @@
  * relay), `--target=1000000` (the size the findings speak of),
  * `--redis=redis://127.0.0.1:6379`.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { InstallationKey } from '@roster/config';
 import { migrate, openEmbeddedDatabase, type Database, type Transaction } from '@roster/db';
 import { connectionFromUrl, createQueues, jobNames, relayOutbox, type QueueSet } from '@roster/jobs';
-import { contentHash, fade, fadeBatchStatement, protectedCategories } from '@roster/memory';
+import { contentHash, createAuditLog, fade, fadeBatchStatement, protectedCategories, type MemoryEvent } from '@roster/memory';
 import { createScopes } from './bulk-load.js';
 import { formatDuration, progress, type BenchmarkReport, type ResultTable } from './report.js';
 import { createFact, createRandom, createVocabulary } from './synthetic.js';
@@ -39,6 +41,8 @@ const fadeBatch = 500;
 const relayBatch = 200;
 /** How many times each part of an audit event is repeated inside Postgres. */
 const profileRepeats = 2_000;
+/** The installation key of the benchmark's databases: a new random one per run. */
+const benchKey = new InstallationKey(randomBytes(32), 'bench');
 
 interface Options {
   sizes: number[];
@@ -139,9 +143,9 @@ interface FadeResult {
   /** Mean µs per repetition of each part of an audit event, inside Postgres. */
   parts: Array<{ part: string; micros: number }>;
   /**
-   * Mean µs from JavaScript: a `select 1`; one event per statement
-   * (`roster_append_event`); and per event, a batch of them per statement
-   * (`roster_append_events`, as fade sends them).
+   * Mean µs from JavaScript: a `select 1`; one event per `audit.append` (its
+   * keyed hash, then two statements: the heads and the insert); and per
+   * event, a batch of them per `audit.appendMany` (as fade sends them).
    */
   roundTrip: { select: number; appendEvent: number; appendEventsPerEvent: number };
 }
@@ -176,21 +180,21 @@ async function measureFade(size: number, agents: number, budget: number): Promis
       );
       if ((start + count) % 100_000 === 0) progress(`fade ${size}: ${start + count} loaded, ${((performance.now() - started) / 1000).toFixed(0)} s`);
     }
-    await database.adminScope('bench: analyze after bulk load', (tx) => tx.query('analyze facts'));
+    await database.ownerScope('bench: analyze after bulk load', (tx) => tx.query('analyze facts'));
     const loadSeconds = (performance.now() - started) / 1000;
 
     const plan = await explainBatch(database, false);
     const planWithIndex = await explainBatch(database, true);
-    progress(`fade ${size}: loaded in ${loadSeconds.toFixed(1)} s; one batch plans as ${plan.nodes} (${plan.ms.toFixed(0)} ms); running fade(database)`);
+    progress(`fade ${size}: loaded in ${loadSeconds.toFixed(1)} s; one batch plans as ${plan.nodes} (${plan.ms.toFixed(0)} ms); running fade(database, audit)`);
     const { database: timed, times } = timedDatabase(database, (sql) =>
-      sql.includes('roster_append_events') ? eventsKind : sql.includes('roster_append_event') ? eventKind : sql.includes('update facts') ? updateKind : 'other',
+      sql.includes('roster_insert_events') ? eventsKind : sql.includes('roster_event_heads') ? headsKind : sql.includes('update facts') ? updateKind : 'other',
     );
     started = performance.now();
     let reported = 0;
     let report: { faded: number; batches: number };
     let stopped = false;
     try {
-      report = await fade(timed, {
+      report = await fade(timed, createAuditLog({ database: timed, key: benchKey }), {
         onProgress: (faded) => {
           const seconds = (performance.now() - started) / 1000;
           if (faded - reported >= 20_000) {
@@ -231,7 +235,7 @@ async function measureFade(size: number, agents: number, budget: number): Promis
  */
 async function explainBatch(database: Database, orderedIndex: boolean): Promise<{ nodes: string; ms: number }> {
   return database
-    .adminScope('bench: plan of one fade batch', async (tx) => {
+    .ownerScope('bench: plan of one fade batch (an index made for it is the owner’s to make)', async (tx) => {
       if (orderedIndex) {
         await tx.query(`create index bench_fade_order_idx on facts (recorded_at) where trust in ('active', 'candidate')`);
         await tx.query('analyze facts');
@@ -257,22 +261,28 @@ async function explainBatch(database: Database, orderedIndex: boolean): Promise<
 }
 
 /**
- * Each step of `roster_append_event`, repeated inside one DO block on an
- * agent whose chain already holds its share of the fade events, timed with
- * clock_timestamp(); the transaction is rolled back (events cannot be deleted).
+ * Each step Postgres takes for one audit event, repeated inside one DO block
+ * on an agent whose chain already holds its share of the fade events, timed
+ * with clock_timestamp(); the transaction is rolled back (events cannot be
+ * deleted). The hash stored is a stand-in: Postgres checks only that it has
+ * the form of one and that the event links to the one before (the keyed hash
+ * is JavaScript's, timed from there).
  */
 async function profileAuditEvent(database: Database, agentId: string, personId: string): Promise<Array<{ part: string; micros: number }>> {
+  const event = (seq: string, prev: string) =>
+    `jsonb_build_array(jsonb_build_object('id', gen_random_uuid(), 'agent_id', v_agent, 'seq', ${seq}, 'person_id', v_person, 'actor_kind', 'job', ` +
+    `'actor_id', 'fade', 'action', 'fade', 'target_kind', 'fact', 'target_id', gen_random_uuid()::text, 'detail', '{"unused_days":45,"min_uses":2}'::jsonb, ` +
+    `'occurred_at', clock_timestamp(), 'prev_hash', ${prev}, 'hash', v_hash))`;
   const steps: Array<[string, string]> = [
     ['loop alone (baseline)', `perform 1;`],
-    ['advisory lock (pg_advisory_xact_lock)', `perform pg_advisory_xact_lock(hashtextextended('roster.memory_events:' || v_agent::text, 0));`],
+    ['advisory lock (pg_advisory_xact_lock)', `perform pg_advisory_xact_lock(roster_event_chain_lock(v_agent));`],
     ['last event of the chain (order by seq desc limit 1)', `select * into v_prev from memory_events where agent_id = v_agent order by seq desc limit 1;`],
+    ['roster_event_heads of one agent (lock, last event, time)', `perform * from roster_event_heads(array[v_agent]);`],
     [
-      'canonical text + sha256 hash',
-      `v_hash := roster_event_hash(v_prev.hash, roster_event_canonical(v_agent, v_prev.seq + 1, v_person, 'job', 'fade', 'fade', 'fact', gen_random_uuid()::text, '{"unused_days":45,"min_uses":2}'::jsonb, clock_timestamp()));`,
-    ],
-    [
-      'the whole roster_append_event (with its insert)',
-      `perform roster_append_event(v_agent, v_person, 'job', 'fade', 'fade', 'fact', gen_random_uuid()::text, '{"unused_days":45,"min_uses":2}'::jsonb);`,
+      'roster_insert_events of one event (scope and link checks, insert)',
+      `v_hash := encode(sha256(convert_to(gen_random_uuid()::text, 'UTF8')), 'hex');
+               perform roster_insert_events(${event('v_prev.seq + 1', 'v_prev.hash')});
+               v_prev.seq := v_prev.seq + 1; v_prev.hash := v_hash;`,
     ],
   ];
   const results: Array<{ part: string; micros: number }> = [];
@@ -321,44 +331,31 @@ class RolledBack extends Error {
 
 /** Round trips from JavaScript through node-postgres to PGlite, inside one transaction each way. */
 async function measureRoundTrips(database: Database, agentId: string, personId: string): Promise<FadeResult['roundTrip']> {
-  const time = async (sql: string, params: unknown[], repeats = 2_000, perStatement = 1) =>
+  const audit = createAuditLog({ database, key: benchKey });
+  const time = async (step: (tx: Transaction) => Promise<unknown>, repeats = 2_000, perStep = 1) =>
     database
       .adminScope('bench: time round trips', async (tx) => {
         const started = performance.now();
-        for (let index = 0; index < repeats; index += 1) await tx.query(sql, params);
-        throw new RolledBack(((performance.now() - started) * 1000) / (repeats * perStatement));
+        for (let index = 0; index < repeats; index += 1) await step(tx);
+        throw new RolledBack(((performance.now() - started) * 1000) / (repeats * perStep));
       })
       .catch((error: unknown) => {
         if (error instanceof RolledBack) return error.value;
         throw error;
       });
+  const fadeEvent = (): MemoryEvent => ({
+    agentId,
+    personId,
+    actor: { kind: 'job', id: 'fade' },
+    action: 'fade',
+    targetKind: 'fact',
+    targetId: randomUUID(),
+    detail: { unused_days: 45, min_uses: 2 },
+  });
   return {
-    select: await time('select 1', []),
-    appendEvent: await time(`select id, seq, hash from roster_append_event($1, $2, 'job', 'fade', 'fade', 'fact', $3, $4)`, [
-      agentId,
-      personId,
-      randomUUID(),
-      JSON.stringify({ unused_days: 45, min_uses: 2 }),
-    ]),
-    appendEventsPerEvent: await time(
-      'select roster_append_events($1::jsonb) as count',
-      [
-        JSON.stringify(
-          Array.from({ length: fadeBatch }, () => ({
-            agent_id: agentId,
-            person_id: personId,
-            actor_kind: 'job',
-            actor_id: 'fade',
-            action: 'fade',
-            target_kind: 'fact',
-            target_id: randomUUID(),
-            detail: { unused_days: 45, min_uses: 2 },
-          })),
-        ),
-      ],
-      10,
-      fadeBatch,
-    ),
+    select: await time((tx) => tx.query('select 1')),
+    appendEvent: await time((tx) => audit.append(tx, fadeEvent())),
+    appendEventsPerEvent: await time((tx) => audit.appendMany(tx, Array.from({ length: fadeBatch }, fadeEvent)), 10, fadeBatch),
   };
 }
 
@@ -513,8 +510,8 @@ function tenths(values: readonly number[]): { first: number; last: number } {
   return { first: mean(values.slice(0, size)), last: mean(values.slice(-size)) };
 }
 
-const eventsKind = 'audit events: roster_append_events, one statement per batch';
-const eventKind = 'audit event: roster_append_event, one statement per fact';
+const eventsKind = 'audit events: roster_insert_events, one statement per batch';
+const headsKind = 'audit chain heads: roster_event_heads (locks the chains), one statement per batch';
 const updateKind = 'select + update a batch of facts';
 
 function buildReport(fades: FadeResult[], relay: RelayResult | undefined, options: Options): BenchmarkReport {
@@ -522,7 +519,7 @@ function buildReport(fades: FadeResult[], relay: RelayResult | undefined, option
   const findings: string[] = [];
   if (fades.length > 0) {
     tables.push({
-      title: `fade(database): every fact eligible, batches of ${fadeBatch}, one audit event per fact`,
+      title: `fade(database, audit): every fact eligible, batches of ${fadeBatch}, one audit event per fact`,
       columns: ['facts', 'agents', 'faded', 'batches', 'fade', 'rows/s', 'ms per fact', 'ms per batch: first tenth', 'last tenth', 'bulk load (setup)'],
       rows: fades.map((result) => {
         // The batches that faded something (a last, empty one ends the loop when N is a multiple of the batch size).
@@ -592,8 +589,8 @@ function buildReport(fades: FadeResult[], relay: RelayResult | undefined, option
         'facts (events in the agent’s chain)',
         ...fades[0]!.parts.map((part) => part.part),
         'from JS: select 1',
-        'from JS: one roster_append_event per statement',
-        `from JS: roster_append_events of ${fadeBatch}, per event`,
+        'from JS: one audit.append (keyed hash, heads, insert)',
+        `from JS: audit.appendMany of ${fadeBatch}, per event`,
       ],
       rows: fades.map((result) => [
         `${formatCount(result.size)} (${formatCount(Math.round(result.size / result.agents))})`,
@@ -648,7 +645,11 @@ function buildReport(fades: FadeResult[], relay: RelayResult | undefined, option
     const base = part('loop');
     const first = fades[0]!;
     const update = (result: FadeResult) => result.times.byKind.get(updateKind);
-    const events = (result: FadeResult) => result.times.byKind.get(eventsKind) ?? result.times.byKind.get(eventKind);
+    const events = (result: FadeResult) => {
+      const inserts = result.times.byKind.get(eventsKind);
+      const heads = result.times.byKind.get(headsKind);
+      return inserts === undefined && heads === undefined ? undefined : { ms: (inserts?.ms ?? 0) + (heads?.ms ?? 0) };
+    };
     const perFactMs = (entry: { ms: number } | undefined, result: FadeResult) => (entry?.ms ?? 0) / result.faded;
     const sortsAll = largest.plan.nodes.includes('Sort') && /Seq Scan on facts/.test(largest.plan.nodes);
     const joinsByScan = /Hash Join ← Seq Scan on facts/.test(largest.plan.nodes);
@@ -668,12 +669,13 @@ function buildReport(fades: FadeResult[], relay: RelayResult | undefined, option
       `**Where the time goes (${formatCount(largest.size)}${largest.stopped ? ', the part measured' : ''}):** of fade's ${formatDuration(largest.fadeSeconds)}, ${shares.join('; ')}; ` +
         `the rest is begin, commit and JavaScript. Per fact, from ${formatCount(first.size)} to ${formatCount(largest.size)} facts, the batch update went from ` +
         `${perFactMs(update(first), first).toFixed(3)} to ${perFactMs(update(largest), largest).toFixed(3)} ms and the audit events from ` +
-        `${perFactMs(events(first), first).toFixed(3)} to ${perFactMs(events(largest), largest).toFixed(3)} ms. ` +
-        `Inside Postgres, one \`roster_append_event\` costs ${part('the whole').toFixed(0)} µs at ${formatCount(largest.size)} (${first.parts.find((candidate) => candidate.part.startsWith('the whole'))!.micros.toFixed(0)} µs at ` +
-        `${formatCount(first.size)}); of it, the advisory lock is ${(part('advisory') - base).toFixed(1)} µs, the last-row lookup ${(part('last event') - base).toFixed(1)} µs ` +
-        `(the unique (agent_id, seq) index) and the canonical text and sha256 ${(part('canonical') - base).toFixed(1)} µs: the lock and the lookup are not the cost; ` +
-        `the insert into memory_events and its indexes is. From JavaScript, one event per statement costs ${largest.roundTrip.appendEvent.toFixed(0)} µs ` +
-        `(a bare \`select 1\` ${largest.roundTrip.select.toFixed(0)} µs); sent ${fadeBatch} to a statement through \`roster_append_events\`, as fade now does, ` +
+        `${perFactMs(events(first), first).toFixed(3)} to ${perFactMs(events(largest), largest).toFixed(3)} ms (heads and inserts together). ` +
+        `Inside Postgres, storing one event through \`roster_insert_events\` costs ${(part('roster_insert_events') - base).toFixed(0)} µs at ` +
+        `${formatCount(largest.size)} (${(first.parts.find((candidate) => candidate.part.startsWith('roster_insert_events'))!.micros - first.parts[0]!.micros).toFixed(0)} µs at ` +
+        `${formatCount(first.size)}); reading a chain's head through \`roster_event_heads\` ${(part('roster_event_heads') - base).toFixed(1)} µs, of which the advisory lock ` +
+        `is ${(part('advisory') - base).toFixed(1)} µs and the last-row lookup ${(part('last event') - base).toFixed(1)} µs (the unique (agent_id, seq) index). ` +
+        `From JavaScript, one \`audit.append\` (the keyed hash, then the heads and the insert) costs ${largest.roundTrip.appendEvent.toFixed(0)} µs ` +
+        `(a bare \`select 1\` ${largest.roundTrip.select.toFixed(0)} µs); ${fadeBatch} at a time through \`audit.appendMany\`, as fade does, ` +
         `${largest.roundTrip.appendEventsPerEvent.toFixed(0)} µs per event.`,
     );
   }
@@ -710,7 +712,7 @@ function buildReport(fades: FadeResult[], relay: RelayResult | undefined, option
     notes: [
       `*Fade:* at each size, the facts are spread evenly over ${formatCount(options.agents)} agents (one person each), all \`active\`, ` +
         `\`general\`, recorded 60 days ago and never used, so every one is eligible; synthetic content, bulk-loaded as owner ` +
-        `${loadBatch.toLocaleString('en-US')} rows per statement, then ANALYZE. Then \`fade(database)\` from \`@roster/memory\` as the nightly job ` +
+        `${loadBatch.toLocaleString('en-US')} rows per statement, then ANALYZE. Then \`fade(database, audit)\` from \`@roster/memory\` as the nightly job ` +
         `calls it (45 days, batches of ${fadeBatch}), timed; each statement it sends is timed from JavaScript by kind (the database is ` +
         `wrapped to time calls, each passed on unchanged). Afterwards every fact is checked to be faded with one event each. ` +
         `*first tenth / last tenth* are means over the first and last tenth of the batches (or calls), to show whether fade slows ` +

@@ -14,6 +14,7 @@
 import fs from 'node:fs';
 import { migrate, openEmbeddedDatabase, type Scope } from '@roster/db';
 import { createHashingEmbedder, createMemory, type SearchOptions } from '@roster/memory';
+import { testInstallationKey } from '@roster/config/testing';
 import { createScopes } from './bulk-load.js';
 import { formatMs, formatRatio, mean, percentile, progress, type BenchmarkReport, type ResultTable } from './report.js';
 
@@ -123,7 +124,7 @@ export async function run(args: readonly string[]): Promise<BenchmarkReport> {
   const database = await openEmbeddedDatabase('memory://');
   try {
     await migrate(database);
-    const memory = createMemory({ database, embedder });
+    const memory = createMemory({ database, embedder , key: testInstallationKey });
     await memory.prepare();
     const scopes = await createScopes(database, conversations.length, 'locomo');
 

@@ -12,6 +12,7 @@
  */
 import { migrate, openEmbeddedDatabase } from '@roster/db';
 import { closeMatches, createHashingEmbedder, createMemory, hashingMatchRule, matchTieMargin, type FactMatch } from '@roster/memory';
+import { testInstallationKey } from '@roster/config/testing';
 import { createScopes } from './bulk-load.js';
 import { matchItems } from './match-pairs.js';
 import { formatRatio, progress, type BenchmarkReport, type ResultTable } from './report.js';
@@ -140,7 +141,7 @@ export async function run(args: readonly string[]): Promise<BenchmarkReport> {
   const database = await openEmbeddedDatabase('memory://');
   try {
     await migrate(database);
-    const memory = createMemory({ database, embedder: createHashingEmbedder() });
+    const memory = createMemory({ database, embedder: createHashingEmbedder() , key: testInstallationKey });
     await memory.prepare();
     const [scope] = await createScopes(database, 1, 'match');
     const factIds: string[] = [];

@@ -18,6 +18,7 @@
  */
 import { migrate, openEmbeddedDatabase, type Database, type Scope, type Transaction } from '@roster/db';
 import { createHashingEmbedder, createMemory, ensureEmbeddingModel, type Embedder, type SearchOptions } from '@roster/memory';
+import { testInstallationKey } from '@roster/config/testing';
 import { fromSql, toSql } from 'pgvector';
 import { bulkLoadFacts, createScopes } from './bulk-load.js';
 import { formatMs, formatRatio, mean, percentile, progress, type BenchmarkReport, type ResultTable } from './report.js';
@@ -169,7 +170,7 @@ async function measureSize(size: number, options: Options): Promise<SizeResult> 
     const allVectors = await loadVectors(database, embedder.model, null);
     const truthOfAll = queryVectors.map((vector) => exactNeighbours(allVectors, vector, limit));
 
-    const memory = createMemory({ database, embedder });
+    const memory = createMemory({ database, embedder , key: testInstallationKey });
     await memory.prepare();
     const hybridHnswOptions: SearchOptions = { limit, exactBelow: 0 };
     const hybridExactOptions: SearchOptions = { limit, exactBelow: alwaysExact };

@@ -15,6 +15,7 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   locomo: () => import('./locomo.js'),
   jobs: () => import('./jobs.js'),
   match: () => import('./match.js'),
+  page: () => import('./page.js'),
 };
 
 const documentPath = fileURLToPath(new URL('../../docs/benchmarks.md', import.meta.url));

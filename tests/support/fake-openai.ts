@@ -24,6 +24,17 @@ export async function startFakeOpenAi(decide: (request: FakeRequest) => Promise<
   const requests: FakeRequest[] = [];
   let calls = 0;
   const server = http.createServer((incoming, response) => {
+    // The model list, as OpenAI answers it: what a check of the engine asks before any chat.
+    if (incoming.method === 'GET' && incoming.url?.endsWith('/models') === true) {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ object: 'list', data: [{ id: 'fake-model', object: 'model', created: 1_700_000_000, owned_by: 'fake' }] }));
+      return;
+    }
+    if (incoming.method !== 'POST') {
+      response.writeHead(404, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ error: { message: `No route ${incoming.method} ${incoming.url}`, type: 'invalid_request_error' } }));
+      return;
+    }
     let raw = '';
     incoming.on('data', (chunk) => (raw += chunk));
     incoming.on('end', async () => {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { parseConfig } from '@roster/config';
+import { testInstallationKey } from '@roster/config/testing';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
 import { connectionFromUrl, createQueues, runJobNow, startJobWorker, type JobWorker } from '@roster/jobs';
 import { createRuntime, type Runtime } from '@roster/runtime';
@@ -27,7 +28,7 @@ export interface LoopFixture {
  */
 export async function startLoopFixture(judgeEngine?: string): Promise<LoopFixture> {
   const test = await openTestDatabase();
-  const roster = await createRuntime({ config: { ...parseConfig({}), ...(judgeEngine === undefined ? {} : { ROSTER_JUDGE_ENGINE: judgeEngine }) }, database: test.database });
+  const roster = await createRuntime({ config: { ...parseConfig({}), ...(judgeEngine === undefined ? {} : { ROSTER_JUDGE_ENGINE: judgeEngine }) }, database: test.database, key: testInstallationKey });
   const scout = await roster.core.directory.addAgent({ name: 'Scout', job: 'plans trips' });
   const coder = await roster.core.directory.addAgent({ name: 'Coder', job: 'writes code' });
   const ada = await roster.core.directory.addPerson({ name: 'Ada', role: 'owner' });

@@ -55,8 +55,9 @@ export interface RunningRoster {
   stop(): Promise<number | null>;
 }
 
-export function startRoster(args: string[], env: Record<string, string>): RunningRoster {
-  const child = spawn(process.execPath, [rosterBin, ...args], { env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+/** `input: true` gives the command a standard input to write to (`child.stdin`), as a person at a terminal would. */
+export function startRoster(args: string[], env: Record<string, string>, options: { input?: boolean } = {}): RunningRoster {
+  const child = spawn(process.execPath, [rosterBin, ...args], { env: cleanEnv(env), stdio: [options.input === true ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout?.on('data', (chunk) => (stdout += chunk));

@@ -1,4 +1,5 @@
 import { parseConfig } from '@roster/config';
+import { testInstallationKey } from '@roster/config/testing';
 import type { Agent, Person } from '@roster/core';
 import type { Database } from '@roster/db';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
@@ -18,7 +19,7 @@ export interface RosterFixture {
 /** A migrated test database and the real runtime over it (offline engine unless an agent names another). */
 export async function rosterFixture(setup: { agents: Array<{ name: string; engine?: string }>; people: string[] }): Promise<RosterFixture> {
   const test = await openTestDatabase();
-  const roster = await createRuntime({ config: parseConfig({}), database: test.database });
+  const roster = await createRuntime({ config: parseConfig({}), database: test.database, key: testInstallationKey });
   const agents: Record<string, Agent> = {};
   for (const agent of setup.agents) {
     agents[agent.name] = await roster.core.directory.addAgent({ name: agent.name, job: `the ${agent.name} job`, ...(agent.engine === undefined ? {} : { engine: agent.engine }) });

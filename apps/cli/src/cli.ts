@@ -1,12 +1,13 @@
 import { ConfigError, RosterError, UsageError } from '@roster/errors';
 import { runAgentAdd, runAgentArchive, runAgentList, runAgentPurge, runAgentRename, runAgentRestore, runPersonAdd, runPersonLinkCode, runPersonList } from './commands/agents.js';
-import { runAuditVerify } from './commands/audit.js';
+import { runAuditHead, runAuditVerify } from './commands/audit.js';
 import { runChannelAdd, runChannelList, runChannelRemove } from './commands/channels.js';
 import { runChat } from './commands/chat.js';
 import { runApprovals, runJobsRun, runLessons, runMirrorReport } from './commands/jobs.js';
 import { runMemoryForget, runMemoryHistory, runMemoryList } from './commands/memory.js';
 import { runDbServe } from './commands/db-serve.js';
 import { runDoctor } from './commands/doctor.js';
+import { runLoginLink } from './commands/login-link.js';
 import { runMigrate } from './commands/migrate.js';
 import { runServices } from './commands/services.js';
 import { describeFailure, stackOf, wantsStacks } from './failure.js';
@@ -61,8 +62,19 @@ const commands: Command[] = [
       '--port N   the loopback port to listen on (default 5433)',
       'Prints a connection string for psql, another Roster process (as DATABASE_URL), or an operator.',
       'One connection at a time: the embedded database is a single session.',
+      'Other roster commands on the same data folder keep working while it serves.',
     ],
     run: runDbServe,
+  },
+  {
+    path: ['login-link'],
+    usage: 'roster login-link [--as PERSON]',
+    summary: 'Print a link that signs a person in to the web page once (15 minutes).',
+    details: [
+      '--as PERSON   whom it signs in. Without it: the first owner (made on a fresh install).',
+      'The token is after the #, so it reaches no server log. Anyone with the link is that person.',
+    ],
+    run: runLoginLink,
   },
   {
     path: ['agent', 'add'],
@@ -228,10 +240,26 @@ const commands: Command[] = [
     run: runLessons,
   },
   {
+    path: ['audit', 'head'],
+    usage: 'roster audit head [--agent NAME] [--json]',
+    summary: 'Print where each memory audit chain ends (SEQ:HASH), to keep somewhere else.',
+    details: [
+      '--agent NAME   one agent only',
+      'A head is the last event of a chain and its hash, keyed with the installation key.',
+      'Keep heads off this machine: roster audit verify --expect shows a chain cut short since.',
+    ],
+    run: runAuditHead,
+  },
+  {
     path: ['audit', 'verify'],
-    usage: 'roster audit verify [--agent NAME] [--json]',
-    summary: 'Recompute the memory audit chains and name the first broken link.',
-    details: ['--agent NAME   check one agent only', 'Exits 1 when a chain is broken.'],
+    usage: 'roster audit verify [--agent NAME] [--expect SEQ:HASH] [--json]',
+    summary: 'Recompute the memory audit chains with the installation key; name the first broken link.',
+    details: [
+      '--agent NAME        check one agent only',
+      '--expect SEQ:HASH   a head from roster audit head (needs --agent): the chain must still hold it',
+      'Without --expect, a chain whose last events were removed still verifies: it is whole.',
+      'Exits 1 when a chain is broken or does not reach the expected head.',
+    ],
     run: runAuditVerify,
   },
   {

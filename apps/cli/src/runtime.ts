@@ -1,4 +1,4 @@
-import { createLogger, parseConfig, type Config, type Logger } from '@roster/config';
+import { createLogger, loadInstallationKey, parseConfig, type Config, type InstallationKey, type Logger } from '@roster/config';
 import { migrate, openDatabase, type Database, type MigrationReport } from '@roster/db';
 import type { CommandIo } from './io.js';
 
@@ -17,7 +17,24 @@ export function loadConfig(io: CommandIo): { config: Config; logger: Logger } {
 
 /** Open the database and bring it to the latest migration. */
 export async function openRuntime(io: CommandIo): Promise<Runtime> {
-  const { config, logger } = loadConfig(io);
+  return openDatabaseOf(loadConfig(io));
+}
+
+/**
+ * The same, with the installation key, for commands that touch memory or
+ * its audit log. A missing or malformed key stops the command, in one line.
+ */
+export async function openKeyedRuntime(io: CommandIo): Promise<Runtime & { key: InstallationKey }> {
+  const runtime = await openDatabaseOf(loadConfig(io));
+  try {
+    return { ...runtime, key: loadInstallationKey(runtime.config) };
+  } catch (error) {
+    await runtime.database.close();
+    throw error;
+  }
+}
+
+async function openDatabaseOf({ config, logger }: { config: Config; logger: Logger }): Promise<Runtime> {
   const database = await openDatabase({ config, logger });
   try {
     const migration = await migrate(database);

@@ -4,6 +4,7 @@ import { checkTelegramToken, createTelegramAdapter } from '@roster/channel-teleg
 import type { Config, Logger } from '@roster/config';
 import type { Core } from '@roster/core';
 import type { Database } from '@roster/db';
+import type { AuditLog } from '@roster/memory';
 import { createApprovalDesk } from '@roster/jobs';
 
 /** The channels Roster can serve, and the variable that enables each. */
@@ -81,6 +82,8 @@ export interface GatewayOptions {
   database: Database;
   /** The conversation core every channel hands its messages to. */
   core: Core;
+  /** Memory's audit log: an approval decided on a channel is audited like one decided anywhere else. */
+  audit: AuditLog;
   logger: Logger;
   /** How often the owner's pending approvals are looked for (default a minute). */
   approvalPollMs?: number;
@@ -125,7 +128,7 @@ function adapterFor(channel: ChannelName, config: ChannelConfig, logger: Logger)
 export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
   const log = options.logger.child({ component: 'gateway' });
   const configured = channelStatus(options.config).filter((status) => status.configured);
-  const approvals = createApprovalDesk(options.database, options.core.directory);
+  const approvals = createApprovalDesk(options.database, options.audit, options.core.directory);
   const served: Array<{ channel: ChannelName; served: ServedChannel }> = [];
   try {
     for (const status of configured) {

@@ -1,25 +1,48 @@
-import { createBullBoard } from '@bull-board/api';
-import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
-import { FastifyAdapter } from '@bull-board/fastify';
+import { join } from 'node:path';
+import fastifyStatic from '@fastify/static';
 import { isLoopbackAddress, type Config, type Logger } from '@roster/config';
 import type { Database } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { redisStatus } from '@roster/redis';
-import { renderHomePage } from '@roster/web';
+import type { Runtime } from '@roster/runtime';
+import { pagePaths, pageShell, publicDirectory } from '@roster/web';
 import type { Queue } from 'bullmq';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
+import { admit, allowedHostNames, hostName } from './access.js';
+import { ApiRoutes } from './api.js';
+import { mountBullBoards } from './bull-board.js';
+import type { RouteContext } from './context.js';
+import { ApiError, describeError } from './errors.js';
+import { agentRoutes } from './routes/agents.js';
+import { authRoutes } from './routes/auth.js';
+import { chatRoutes } from './routes/chat.js';
+import { learningRoutes } from './routes/learning.js';
+import { memoryRoutes } from './routes/memory.js';
+import { peopleRoutes } from './routes/people.js';
+
+export { bullBoardPath, readOnlyBullBoardPath } from './bull-board.js';
+export {
+  apiTokenPrefix,
+  createApiToken,
+  createLoginLink,
+  csrfTokenFor,
+  loginLinkLifetimeMs,
+  loginLinkUrl,
+  sessionCookie,
+  sessionLifetimeMs,
+} from './credentials.js';
+export { describeError, internalMessage, statusOf, type ErrorBody } from './errors.js';
 
 export interface ServerOptions {
-  config: Pick<Config, 'HOST' | 'PORT' | 'NODE_ENV'>;
+  config: Config;
   database: Database;
+  /** Memory, engines and the core: what the API acts through, the same as the CLI's. */
+  runtime: Runtime;
   redisUrl: string;
   logger: Logger;
   /** The job queues Bull Board shows at /admin/queues. */
   queues?: readonly Queue[];
 }
-
-/** Where Bull Board is mounted. */
-export const bullBoardPath = '/admin/queues';
 
 /** What `/healthz` answers. */
 export interface Health {
@@ -30,69 +53,120 @@ export interface Health {
   redis: string;
 }
 
+/** The largest request body, in bytes: a message is at most 4,000 characters. */
+const bodyLimit = 64 * 1024;
+
 /**
- * The HTTP server: health, the web page, and (with later work) the API, SSE
- * and Bull Board. Errors answer `{ error: { code, message } }`; the stack only
- * when NODE_ENV=development is set (unset, no stack leaves the process).
+ * The HTTP server: health, the web page, the API (documented at
+ * /api/openapi.json) with its chat stream, and Bull Board. Every request
+ * names a host of the allow-list; every route but health, login and the
+ * page needs a session or an API token. Errors answer
+ * `{ error: { code, message } }`; the stack only when NODE_ENV=development
+ * is set (unset, no stack leaves the process).
  */
 export async function createServer(options: ServerOptions): Promise<FastifyInstance> {
-  const { database, config } = options;
+  const { database, config, runtime } = options;
+  const showStack = config.NODE_ENV === 'development';
+  const logger = options.logger.child({ component: 'server' });
   const app = Fastify({
-    loggerInstance: options.logger.child({ component: 'server' }) as FastifyBaseLogger,
+    loggerInstance: logger as FastifyBaseLogger,
+    // Only the proxies TRUST_PROXY names; a number trusts that many hops nearest to the server.
+    trustProxy: typeof config.TRUST_PROXY === 'number' ? trustHops(config.TRUST_PROXY) : config.TRUST_PROXY,
+    bodyLimit,
     // A request Fastify refuses before routing (a malformed URL, a bad header) answers in the same shape.
     frameworkErrors: (error, _request, reply) => {
-      void (reply as unknown as FastifyReply).status(error.statusCode ?? 400).send({ error: { code: 'invalid_request', message: error.message } });
+      const { status, body } = describeError(error, showStack);
+      void (reply as unknown as FastifyReply).status(status).send(body);
     },
   }) as unknown as FastifyInstance;
+  app.decorateRequest('viewer', null);
 
-  app.setErrorHandler((error, _request, reply) => {
-    const known = RosterError.isInstance(error);
-    const validation = (error as { validation?: unknown }).validation !== undefined;
-    const status = known ? 400 : validation ? 400 : ((error as { statusCode?: number }).statusCode ?? 500);
-    if (status >= 500) options.logger.error({ err: error }, 'request failed');
-    return reply.status(status).send({
-      error: {
-        code: known ? error.code : validation ? 'invalid_request' : status >= 500 ? 'internal' : 'request_failed',
-        message: status >= 500 && !known ? 'The server failed to answer; see its log.' : (error as Error).message,
-        ...(config.NODE_ENV === 'development' ? { stack: (error as Error).stack } : {}),
-      },
-    });
+  // An empty JSON body is no body (a POST that sends only a CSRF header); anything else must parse.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, text, done) => {
+    if ((text as string).trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text as string) as unknown);
+    } catch {
+      done(new ApiError(400, 'invalid_json', 'The body is not valid JSON.'), undefined);
+    }
+  });
+
+  app.setErrorHandler((error, request, reply) => {
+    const { status, body } = describeError(error, showStack);
+    if (status >= 500) request.log.error({ err: error }, 'request failed');
+    return reply.status(status).send(body);
   });
 
   app.setNotFoundHandler((request, reply) =>
-    reply.status(404).send({ error: { code: 'not_found', message: `No route for ${request.method} ${request.url}.` } }),
+    reply.status(404).send({ error: { code: 'not_found', message: `No route for ${request.method} ${request.url.split('?')[0]}.` } }),
   );
+
+  const hosts = allowedHostNames(config);
+  app.addHook('onRequest', async (request, reply) => {
+    try {
+      // Health probes may name the server by any address; nothing else may (DNS rebinding).
+      if (request.url !== '/healthz' && !hosts.has(hostName(request.host))) {
+        throw new ApiError(421, 'host_not_allowed', `This server does not answer to ${JSON.stringify(hostName(request.host))}; add it to ROSTER_ALLOWED_HOSTS if it should.`);
+      }
+      const access = request.routeOptions.config.access;
+      if (access !== undefined) await admit(database, request, access);
+    } catch (error) {
+      const { status, body } = describeError(error, showStack);
+      if (status >= 500) request.log.error({ err: error }, 'request failed');
+      return reply.status(status).send(body);
+    }
+    return undefined;
+  });
 
   app.get('/healthz', async (_request, reply) => {
     const health = await checkHealth(database, options.redisUrl);
     return reply.status(health.ok ? 200 : 503).send(health);
   });
 
-  app.get('/', async (_request, reply) => {
-    const agents = await database.adminScope('web: count agents for the home page', async (tx) => {
-      const { rows } = await tx.query<{ count: string }>(`select count(*) as count from agents where status = 'active'`);
-      return Number(rows[0]?.count ?? 0);
-    });
-    return reply.type('text/html; charset=utf-8').send(renderHomePage({ database: database.kind, agents }));
-  });
+  await servePage(app);
 
-  if (options.queues !== undefined && options.queues.length > 0) {
-    const board = new FastifyAdapter();
-    board.setBasePath(bullBoardPath);
-    createBullBoard({ queues: options.queues.map((queue) => new BullMQAdapter(queue)), serverAdapter: board });
-    await app.register(async (scope) => {
-      // Operators only: on loopback until the owner's login guards it.
-      scope.addHook('onRequest', async (request, reply) => {
-        if (!isLoopbackAddress(request.ip)) {
-          return reply.status(403).send({ error: { code: 'forbidden', message: 'Bull Board answers only on loopback until the owner login is set up.' } });
-        }
-        return undefined;
-      });
-      await scope.register(board.registerPlugin(), { prefix: bullBoardPath });
-    });
-  }
+  const routes = new ApiRoutes(app);
+  const context: RouteContext = { config, database, runtime, logger, routes };
+  authRoutes(context);
+  agentRoutes(context);
+  chatRoutes(context);
+  memoryRoutes(context);
+  learningRoutes(context);
+  peopleRoutes(context);
+  app.get('/api/openapi.json', { config: { access: 'person' } }, async () => routes.document({ title: 'Roster', version: '0.1.0' }));
 
+  if (options.queues !== undefined && options.queues.length > 0) await mountBullBoards(app, database, options.queues, showStack);
   return app;
+}
+
+/**
+ * What the page shell may load: its own scripts, styles and API, nothing from
+ * elsewhere, and no framing (the page acts for its owner).
+ */
+const pagePolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/**
+ * The web page: its hashed assets (cached for good: a new build has new
+ * names) and, at each of its addresses, the shell (never cached, so a new
+ * build is picked up at once).
+ */
+async function servePage(app: FastifyInstance): Promise<void> {
+  await app.register(fastifyStatic, { root: join(publicDirectory, 'assets'), prefix: '/assets/', index: false, immutable: true, maxAge: '365d', suppressWarning: true });
+  for (const path of pagePaths) {
+    app.get(path, (_request, reply) =>
+      reply
+        .header('cache-control', 'no-cache')
+        .header('content-security-policy', pagePolicy)
+        .header('referrer-policy', 'no-referrer')
+        .header('x-content-type-options', 'nosniff')
+        .sendFile(pageShell, publicDirectory),
+    );
+  }
+}
+
+function trustHops(hops: number): (address: string, hop: number) => boolean {
+  return (_address, hop) => hop < hops;
 }
 
 /** The state of the database and Redis, as `/healthz` and `doctor` report it. */
@@ -110,6 +184,17 @@ export async function checkHealth(database: Database, redisUrl: string): Promise
   }
   const redis = await redisStatus(redisUrl);
   return { ok: databaseOk && redis === 'ok', database: database.kind, postgres, pgvector, redis };
+}
+
+/**
+ * Why binding to HOST deserves a warning, or null: beyond loopback the
+ * server speaks plain HTTP to the network, so a proxy with TLS should stand
+ * in front (and TRUST_PROXY name it).
+ */
+export function exposureWarning(config: Pick<Config, 'HOST' | 'TRUST_PROXY'>): string | null {
+  if (isLoopbackAddress(config.HOST)) return null;
+  if (config.TRUST_PROXY !== false) return null;
+  return `Warning: HOST=${config.HOST} listens beyond this machine over plain HTTP, so sign-in cookies and tokens can be read on the way. Put a proxy with TLS in front and set TRUST_PROXY to its address, or keep HOST=127.0.0.1.`;
 }
 
 /** Listen on HOST:PORT; a taken port is a clear error. */

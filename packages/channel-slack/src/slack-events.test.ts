@@ -1,5 +1,6 @@
 import { serveChannel, type ServedChannel } from '@roster/channels';
 import { parseConfig } from '@roster/config';
+import { testInstallationKey } from '@roster/config/testing';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
 import { createRuntime, type Runtime } from '@roster/runtime';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -13,7 +14,7 @@ describe('Slack events over HTTP, through the core', () => {
 
   beforeAll(async () => {
     test = await openTestDatabase();
-    roster = await createRuntime({ config: parseConfig({}), database: test.database });
+    roster = await createRuntime({ config: parseConfig({}), database: test.database, key: testInstallationKey });
     for (const name of ['Scout', 'Coder']) await roster.core.directory.addAgent({ name, job: `the ${name} job` });
     for (const name of ['Ada', 'Bob']) await roster.core.directory.addPerson({ name });
     await roster.core.directory.bindChannel({ channel: 'slack', agent: 'Scout' });

@@ -1,6 +1,7 @@
 import { serveChannel, type ServedChannel } from '@roster/channels';
 import { until } from '@roster/channels/conformance';
 import { parseConfig } from '@roster/config';
+import { testInstallationKey } from '@roster/config/testing';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
 import { createRuntime, type Runtime } from '@roster/runtime';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -15,7 +16,7 @@ describe('Slack in Socket Mode, through the core', () => {
 
   beforeAll(async () => {
     test = await openTestDatabase();
-    roster = await createRuntime({ config: parseConfig({}), database: test.database });
+    roster = await createRuntime({ config: parseConfig({}), database: test.database, key: testInstallationKey });
     await roster.core.directory.addAgent({ name: 'Scout', job: 'finds and checks sources' });
   });
   afterAll(async () => {

@@ -39,12 +39,25 @@ describe('parseConfig', () => {
       PORT: '9000',
       HOST: '0.0.0.0',
       ROSTER_ENGINE: 'openai-compatible:http://127.0.0.1:11434/v1#llama3.1',
-      ROSTER_SECRET_KEY: 'x'.repeat(32),
+      ROSTER_SECRET_KEY: 'ab'.repeat(32),
       WHATSAPP_ENABLED: 'true',
     });
     expect(config.PORT).toBe(9000);
     expect(config.DATABASE_URL).toBe('postgres://roster:pw@db:5432/roster');
     expect(config.WHATSAPP_ENABLED).toBe(true);
+  });
+
+  it('reads TRUST_PROXY as none unless it is set, and ROSTER_ALLOWED_HOSTS as a list', () => {
+    const unset = parseConfig({});
+    expect(unset.TRUST_PROXY).toBe(false);
+    expect(unset.ROSTER_ALLOWED_HOSTS).toEqual([]);
+    expect(parseConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8' }).TRUST_PROXY).toEqual(['loopback', '10.0.0.0/8']);
+    expect(parseConfig({ TRUST_PROXY: '1' }).TRUST_PROXY).toBe(1);
+    expect(parseConfig({ TRUST_PROXY: 'true' }).TRUST_PROXY).toBe(true);
+    expect(parseConfig({ ROSTER_ALLOWED_HOSTS: 'Roster.Example.com, [::1]' }).ROSTER_ALLOWED_HOSTS).toEqual(['roster.example.com', '[::1]']);
+    expect(issuesFor({ TRUST_PROXY: 'everyone' }).map((issue) => issue.variable)).toEqual(['TRUST_PROXY']);
+    expect(issuesFor({ TRUST_PROXY: '10.0.0.0/99' }).map((issue) => issue.variable)).toEqual(['TRUST_PROXY']);
+    expect(issuesFor({ ROSTER_ALLOWED_HOSTS: 'a b' }).map((issue) => issue.variable)).toEqual(['ROSTER_ALLOWED_HOSTS']);
   });
 
   const invalid: Array<[string, string, RegExp]> = [
@@ -55,7 +68,8 @@ describe('parseConfig', () => {
     ['NODE_ENV', 'staging', /expected production/],
     ['DATABASE_URL', 'mysql://localhost/roster', /expected postgres:\/\//],
     ['REDIS_URL', 'http://127.0.0.1:6379', /expected redis:\/\//],
-    ['ROSTER_SECRET_KEY', 'too-short', /32 or more characters/],
+    ['ROSTER_SECRET_KEY', 'too-short', /64 or more hex digits, or base64 of 32 or more bytes/],
+    ['ROSTER_SECRET_KEY', 'ab'.repeat(16), /64 or more hex digits/],
     ['ROSTER_ENGINE', 'gpt-4', /offline, openai:/],
     ['ROSTER_EMBEDDER', 'magic', /hashing/],
     ['PRIVACY', 'max', /strict/],
@@ -96,7 +110,7 @@ describe('parseConfig', () => {
   it('requires a secret key in production', () => {
     const issues = issuesFor({ NODE_ENV: 'production' });
     expect(issues).toEqual([{ variable: 'ROSTER_SECRET_KEY', message: expect.stringMatching(/required when NODE_ENV=production/) }]);
-    expect(parseConfig({ NODE_ENV: 'production', ROSTER_SECRET_KEY: 'k'.repeat(40) }).NODE_ENV).toBe('production');
+    expect(parseConfig({ NODE_ENV: 'production', ROSTER_SECRET_KEY: 'k'.repeat(44) }).NODE_ENV).toBe('production');
   });
 });
 
@@ -105,7 +119,7 @@ describe('secrets stay out of logs', () => {
     const config = parseConfig({
       DATABASE_URL: 'postgres://roster:db-password@db:5432/roster',
       OPENAI_API_KEY: 'sk-live-123456',
-      ROSTER_SECRET_KEY: 's'.repeat(32),
+      ROSTER_SECRET_KEY: 's'.repeat(44),
     });
     const shown = JSON.stringify(redactConfig(config));
     expect(shown).not.toContain('db-password');

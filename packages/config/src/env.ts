@@ -1,6 +1,8 @@
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { ConfigError, type ConfigIssue } from '@roster/errors';
 import { z } from 'zod';
+import { installationKeyFormat, parseInstallationKey } from './installation-key.js';
 
 /** How one environment variable is read, documented and shown. */
 interface VariableSpec<T> {
@@ -50,6 +52,50 @@ function optionalSecret(minLength = 1) {
 
 const port = z.coerce.number().int().min(1).max(65_535);
 
+/** The names proxy-addr knows for address ranges, beside addresses and CIDR blocks. */
+const proxyRangeNames = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/** An address, an address/prefix, or a range name (`loopback`): one entry of TRUST_PROXY. */
+function isProxyAddress(entry: string): boolean {
+  if (proxyRangeNames.has(entry)) return true;
+  const [address = '', prefix, extra] = entry.split('/');
+  const version = isIP(address);
+  if (version === 0 || extra !== undefined) return false;
+  if (prefix === undefined) return true;
+  const bits = Number(prefix);
+  return /^\d{1,3}$/.test(prefix) && bits <= (version === 4 ? 32 : 128);
+}
+
+/**
+ * Which proxies' X-Forwarded-For, -Proto and -Host headers to believe: a
+ * comma-separated list of their addresses, CIDR blocks or `loopback`; a
+ * number of hops; or `true` (every proxy: only when nothing else can reach
+ * the port). Unset: none, so a header a client wrote changes nothing.
+ */
+const trustProxy = z
+  .string()
+  .trim()
+  .optional()
+  .refine((value) => {
+    if (value === undefined || value === '' || value === 'true' || value === 'false') return true;
+    if (/^\d{1,2}$/.test(value)) return true;
+    return value.split(',').every((entry) => isProxyAddress(entry.trim()));
+  })
+  .transform((value): boolean | number | string[] => {
+    if (value === undefined || value === '' || value === 'false') return false;
+    if (value === 'true') return true;
+    if (/^\d{1,2}$/.test(value)) return Number(value);
+    return value.split(',').map((entry) => entry.trim());
+  });
+
+/** Host names the server answers to beyond its own address and the loopback names. */
+const allowedHosts = z
+  .string()
+  .trim()
+  .optional()
+  .refine((value) => value === undefined || value.split(',').every((entry) => /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)$/.test(entry.trim())))
+  .transform((value) => (value === undefined || value === '' ? [] : value.split(',').map((entry) => entry.trim().toLowerCase())));
+
 /**
  * Every environment variable Roster reads. Nothing else in the product reads
  * `process.env`: this table is parsed once at start and passed down.
@@ -92,15 +138,29 @@ export const environment = {
     example: '8420',
     description: 'The HTTP port of the server (web page, API, health, Bull Board).',
   },
+  TRUST_PROXY: {
+    schema: trustProxy,
+    example: 'loopback, 10.0.0.5, 10.0.0.0/8 or 1',
+    description:
+      'The proxies whose X-Forwarded-* headers are believed (addresses, CIDR blocks, loopback, a hop count, or true). Unset: none.',
+  },
+  ROSTER_ALLOWED_HOSTS: {
+    schema: allowedHosts,
+    example: 'roster.example.com',
+    description: 'More host names the server answers to (comma-separated), beyond HOST, localhost, 127.0.0.1 and [::1].',
+  },
   LOG_LEVEL: {
     schema: z.enum(logLevels).default('info'),
     example: 'info',
     description: `One of ${logLevels.join(', ')}.`,
   },
   ROSTER_SECRET_KEY: {
-    schema: optionalSecret(32),
-    example: 'a random string of 32 or more characters',
-    description: 'The installation secret (web sessions, stored channel credentials). Required when NODE_ENV=production.',
+    schema: optionalSecret().refine((value) => value === undefined || parseInstallationKey(value) !== null),
+    example: installationKeyFormat,
+    description:
+      'The installation key: it keys tombstones and the audit chain (and web sessions, stored channel credentials). ' +
+      'Unset: the key file secret.key in ROSTER_DATA_DIR, made on first use; a server database (DATABASE_URL) needs it set. ' +
+      'Required when NODE_ENV=production.',
     secret: true,
   },
   ROSTER_ENGINE: {
@@ -291,21 +351,17 @@ export function parseConfig(source: Readonly<Record<string, string | undefined>>
     const shown = spec.secret === true || raw === undefined ? '' : ` ${JSON.stringify(raw)}`;
     issues.push({
       variable,
-      message: `the value${shown} is not valid; expected ${spec.example}${secretHint(variable)}`,
+      message: `the value${shown} is not valid; expected ${spec.example}`,
     });
   }
   if (values.NODE_ENV === 'production' && values.ROSTER_SECRET_KEY === undefined && !issues.some((i) => i.variable === 'ROSTER_SECRET_KEY')) {
     issues.push({
       variable: 'ROSTER_SECRET_KEY',
-      message: 'is required when NODE_ENV=production; set it to a random string of 32 or more characters (openssl rand -hex 32)',
+      message: `is required when NODE_ENV=production; set it to ${installationKeyFormat}`,
     });
   }
   if (issues.length > 0) throw new ConfigError(issues);
   return Object.freeze(values) as Config;
-}
-
-function secretHint(variable: EnvironmentVariable): string {
-  return variable === 'ROSTER_SECRET_KEY' ? ' (openssl rand -hex 32)' : '';
 }
 
 /** A copy of the config that is safe to log or print: secrets masked, URL passwords removed. */

@@ -12,3 +12,11 @@ export {
 export { createLogger, redactedPaths, type Logger } from './logger.js';
 export { isLoopbackAddress, isLoopbackUrl } from './loopback.js';
 export { makePrivateFolder, privateFileMode, privateFolderMode, tightenFolder, writePrivateFile } from './private-files.js';
+export {
+  InstallationKey,
+  installationKeyFormat,
+  keyFileName,
+  loadInstallationKey,
+  minimumKeyBytes,
+  parseInstallationKey,
+} from './installation-key.js';

@@ -36,12 +36,29 @@ export function tightenFolder(folder: string): void {
   const stack = [folder];
   while (stack.length > 0) {
     const current = stack.pop()!;
-    if ((fs.lstatSync(current).mode & 0o777) !== privateFolderMode) fs.chmodSync(current, privateFolderMode);
-    for (const entry of fs.readdirSync(current, { withFileTypes: true })) {
+    const entries = vanishedAsUndefined(() => {
+      if ((fs.lstatSync(current).mode & 0o777) !== privateFolderMode) fs.chmodSync(current, privateFolderMode);
+      return fs.readdirSync(current, { withFileTypes: true });
+    });
+    for (const entry of entries ?? []) {
       const entryPath = path.join(current, entry.name);
       if (entry.isDirectory()) stack.push(entryPath);
-      else if (entry.isFile() && (fs.lstatSync(entryPath).mode & 0o777) !== privateFileMode) fs.chmodSync(entryPath, privateFileMode);
-      else if (entry.isSocket() && (fs.lstatSync(entryPath).mode & 0o077) !== 0) fs.chmodSync(entryPath, privateFileMode);
+      else if (entry.isFile()) vanishedAsUndefined(() => (fs.lstatSync(entryPath).mode & 0o777) !== privateFileMode && fs.chmodSync(entryPath, privateFileMode));
+      else if (entry.isSocket()) vanishedAsUndefined(() => (fs.lstatSync(entryPath).mode & 0o077) !== 0 && fs.chmodSync(entryPath, privateFileMode));
     }
+  }
+}
+
+/**
+ * `step`'s result, or undefined when the entry it works on was removed
+ * meanwhile: the embedded database may be writing the folder while it is
+ * tightened, and a file it removed needs no tightening.
+ */
+function vanishedAsUndefined<T>(step: () => T): T | undefined {
+  try {
+    return step();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
   }
 }

@@ -26,7 +26,14 @@ export interface AgentRunnerOptions {
   log?: Logger;
 }
 
-export type RunAgent = (agent: Agent, context: TurnContext, text: string, kind: 'dm' | 'group', turn: TurnOptions, withColleagues: boolean) => Promise<{ text: string; toolCalls: EngineToolCall[] }>;
+/** One agent's answer: its text, the tools it called, and the facts its prompt carried. */
+export interface AgentAnswer {
+  text: string;
+  toolCalls: EngineToolCall[];
+  memories: SearchResult[];
+}
+
+export type RunAgent = (agent: Agent, context: TurnContext, text: string, kind: 'dm' | 'group', turn: TurnOptions, withColleagues: boolean) => Promise<AgentAnswer>;
 
 /**
  * Prompt assembly and one agent's engine call: its active lessons, the facts
@@ -44,7 +51,7 @@ export function createAgentRunner(options: AgentRunnerOptions): RunAgent {
     });
   }
 
-  async function runAgent(agent: Agent, context: TurnContext, text: string, kind: 'dm' | 'group', turn: TurnOptions, withColleagues: boolean): Promise<{ text: string; toolCalls: EngineToolCall[] }> {
+  async function runAgent(agent: Agent, context: TurnContext, text: string, kind: 'dm' | 'group', turn: TurnOptions, withColleagues: boolean): Promise<AgentAnswer> {
     const engine = options.engineFor(agent);
     const scope = context.scope;
     const lessons = scope === null ? [] : await activeLessons(scope);
@@ -70,7 +77,7 @@ export function createAgentRunner(options: AgentRunnerOptions): RunAgent {
         ...(turn.onPart === undefined ? {} : { onPart: (part: EnginePart) => turn.onPart?.(agent.name, part) }),
       }),
     );
-    return { text: result.text, toolCalls: result.toolCalls };
+    return { text: result.text, toolCalls: result.toolCalls, memories: facts };
   }
 
   const host: ToolHost = {

@@ -34,6 +34,14 @@ export interface ChannelBinding {
   allowlist: string[];
 }
 
+/** A handle on a channel, tied to a person. */
+export interface Identity {
+  personId: string;
+  channel: Channel;
+  externalId: string;
+  displayName: string | null;
+}
+
 interface AgentRow {
   id: string;
   name: string;
@@ -91,10 +99,17 @@ export interface Directory {
   restoreAgent(name: string): Promise<Agent>;
   /** Give an agent a new name, unique without regard to case; everything it has stays keyed on its id. */
   renameAgent(name: string, newName: string): Promise<Agent>;
+  /** Change an agent's job sentence or engine; its memory stays as it is. */
+  updateAgent(name: string, changes: { job?: string; engine?: string }): Promise<Agent>;
   addPerson(input: { name: string; role?: Person['role'] }): Promise<Person>;
   listPeople(): Promise<Person[]>;
   /** The first owner created, or null: whom the owner's tools speak for when no person is named. */
   firstOwner(): Promise<Person | null>;
+  /**
+   * The first owner, made (named "owner") when the installation has none, so
+   * that a fresh install just works; `created` says whether it was made now.
+   */
+  ensureFirstOwner(): Promise<{ person: Person; created: boolean }>;
   personByName(name: string): Promise<Person>;
   /** The person a channel handle is tied to, or null for a stranger. */
   personByIdentity(channel: Channel, externalId: string): Promise<Person | null>;
@@ -119,6 +134,9 @@ export interface Directory {
   listBindings(): Promise<ChannelBinding[]>;
   /** Remove a binding: the account pairs again, and talks to the wallet. Returns whether there was one. */
   unbindChannel(channel: Channel, account?: string): Promise<boolean>;
+  personById(id: string): Promise<Person>;
+  /** Every channel handle tied to a person, by person. */
+  listIdentities(): Promise<Identity[]>;
   /** Tie a handle to a person directly (the owner's tool); a handle tied to someone else is refused. */
   linkIdentity(personId: string, channel: Channel, externalId: string, displayName?: string): Promise<void>;
   /** A new single-use code (8 characters, one hour); at most three pending per person. */
@@ -224,6 +242,21 @@ export function createDirectory(database: Database, options: { defaultEngine?: s
       });
     },
 
+    async updateAgent(name, changes) {
+      const job = changes.job?.trim();
+      if (job !== undefined && (job.length === 0 || job.length > 500)) throw new InvalidInputError('An agent needs a job sentence of 1 to 500 characters, like "finds and checks sources".');
+      const engine = changes.engine?.trim();
+      if (engine !== undefined && engine.length === 0) throw new InvalidInputError('An engine reference is not empty: offline, openai:<model>, anthropic:<model>, openai-compatible:<base-url>#<model>.');
+      return database.adminScope('owner: change an agent', async (tx) => {
+        const agent = await findAgent(tx, name);
+        const { rows } = await tx.query<AgentRow>(
+          'update agents set job = coalesce($2, job), engine = coalesce($3, engine), updated_at = now() where id = $1 returning *',
+          [agent.id, job ?? null, engine ?? null],
+        );
+        return toAgent(rows[0]!);
+      });
+    },
+
     async addPerson(input) {
       const name = input.name.trim().normalize('NFC');
       if (name.length === 0 || name.length > 80 || /[\u0000-\u001f]/.test(name)) {
@@ -247,6 +280,21 @@ export function createDirectory(database: Database, options: { defaultEngine?: s
         const { rows } = await tx.query<Person>(`select id, name, role from people where role = 'owner' order by created_at, id limit 1`);
         return rows[0] ?? null;
       }),
+
+    async ensureFirstOwner() {
+      return database.adminScope('owner: find or make the first owner', async (tx) => {
+        // One maker at a time, so two first starts make one owner.
+        await tx.query(`select pg_advisory_xact_lock(hashtextextended('roster.first_owner', 0))`);
+        const { rows } = await tx.query<Person>(`select id, name, role from people where role = 'owner' order by created_at, id limit 1`);
+        if (rows[0] !== undefined) return { person: rows[0], created: false };
+        const taken = await tx.query('select 1 from people where lower(name) = $1', ['owner']);
+        if (taken.rows.length > 0) {
+          throw new RosterError('person_exists', 'There is no owner yet, and a person named "owner" is not one: add an owner with roster person add NAME --role owner.');
+        }
+        const made = await tx.query<Person>(`insert into people (name, role) values ('owner', 'owner') returning id, name, role`);
+        return { person: made.rows[0]!, created: true };
+      });
+    },
 
     personByName: (name) => database.adminScope('owner: find a person', (tx) => findPerson(tx, name)),
 
@@ -309,6 +357,22 @@ export function createDirectory(database: Database, options: { defaultEngine?: s
       database.adminScope('core: mark a channel handle unreachable', async (tx) => {
         const { rowCount } = await tx.query('update identities set unreachable_at = now() where channel = $1 and external_id = $2', [channel, externalId]);
         return (rowCount ?? 0) > 0;
+      }),
+
+    async personById(id) {
+      return database.adminScope('owner: find a person by id', async (tx) => {
+        const { rows } = await tx.query<Person>('select id, name, role from people where id::text = $1', [id]);
+        if (rows[0] === undefined) throw new NotFoundError('person_not_found', `No person ${id}.`);
+        return rows[0];
+      });
+    },
+
+    listIdentities: () =>
+      database.adminScope('owner: list channel identities', async (tx) => {
+        const { rows } = await tx.query<{ person_id: string; channel: Channel; external_id: string; display_name: string | null }>(
+          'select person_id, channel, external_id, display_name from identities order by channel, external_id',
+        );
+        return rows.map((row) => ({ personId: row.person_id, channel: row.channel, externalId: row.external_id, displayName: row.display_name }));
       }),
 
     async linkIdentity(personId, channel, externalId, displayName) {

@@ -1,6 +1,6 @@
 import type { Database, Scope } from '@roster/db';
 import { RosterError } from '@roster/errors';
-import { appendEvent, type Memory } from '@roster/memory';
+import type { Memory } from '@roster/memory';
 import type { Directory } from './directory.js';
 
 /**
@@ -42,7 +42,7 @@ export async function purgeAgent(
     const counts = rows[0]!.counts;
     // The files too: the erase job rewrites the tables the purge reached (with the erase its forgets queued, if still pending).
     await tx.query('select roster_queue_erase($1)', [Object.keys(counts)]);
-    await appendEvent(tx, { agentId: agent.id, personId: null, actor: owner.actor, action: 'purge', targetKind: 'agent', targetId: agent.id, detail: { facts: forgotten, erased: counts } });
+    await memory.audit.append(tx, { agentId: agent.id, personId: null, actor: owner.actor, action: 'purge', targetKind: 'agent', targetId: agent.id, detail: { facts: forgotten, erased: counts } });
     return counts;
   });
   return { facts: forgotten, erased };

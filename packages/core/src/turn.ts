@@ -2,12 +2,11 @@ import type { Logger } from '@roster/config';
 import { isUuid, type Database, type Scope } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { normalizeText, validateText, type Memory } from '@roster/memory';
-import type { RunAgent } from './agent-runner.js';
+import type { AgentAnswer, RunAgent } from './agent-runner.js';
 import { pairingHint, parseCommand, runCommand } from './commands.js';
 import type { TurnContext } from './context.js';
 import type { Binding, ConversationRow, ConversationStore, Visibility } from './conversation-store.js';
 import type { Agent, Directory, Person } from './directory.js';
-import type { EngineToolCall } from './engine.js';
 import { InvalidInputError } from './errors.js';
 import type { LearningEventStore } from './learning-event-store.js';
 import { agentSwitchPattern, chooseAgents } from './routing.js';
@@ -176,13 +175,13 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
           depth: 0,
           forgotten,
         };
-        let answer: { text: string; toolCalls: EngineToolCall[] };
+        let answer: AgentAnswer;
         try {
           answer = await runAgent(agent, context, body, conversation.kind, turn, true);
         } catch (error) {
           log?.error({ err: error, agent: agent.name }, 'engine failed');
           const reason = RosterError.isInstance(error) ? error.message : 'its engine failed';
-          answer = { text: `${agent.name} could not answer: ${reason}`, toolCalls: [] };
+          answer = { text: `${agent.name} could not answer: ${reason}`, toolCalls: [], memories: [] };
         }
         return { agent, scope, answer };
       }),
@@ -218,7 +217,7 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
             }
           });
         }
-        return { agent: agent.name, agentId: agent.id, text: answer.text, toolCalls: answer.toolCalls, messageId: replyId };
+        return { agent: agent.name, agentId: agent.id, text: answer.text, toolCalls: answer.toolCalls, memories: answer.memories, messageId: replyId };
       }),
     );
     return { ...base, duplicate: false, replies, notice: null, signals };

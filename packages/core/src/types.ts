@@ -1,6 +1,6 @@
 import type { Logger } from '@roster/config';
 import type { Database } from '@roster/db';
-import { maxTextLength, type Memory } from '@roster/memory';
+import { maxTextLength, type Memory, type SearchResult } from '@roster/memory';
 import type { Agent, Channel, Directory, Person } from './directory.js';
 import type { Engine, EnginePart, EngineToolCall } from './engine.js';
 import type { LearningSignal } from './signals.js';
@@ -45,6 +45,12 @@ export interface Reply {
   agentId: string;
   text: string;
   toolCalls: EngineToolCall[];
+  /**
+   * The facts placed in the prompt's memory block for this reply, with the
+   * scores that chose them, so a page can show what the agent read and why.
+   * Only facts of the turn's own scope; none when it has no person.
+   */
+  memories: SearchResult[];
   messageId: string;
 }
 

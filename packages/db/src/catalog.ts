@@ -11,4 +11,5 @@ export const tablesWithoutContent: Readonly<Record<string, string>> = {
   conversation_marks: 'how far jobs have read each conversation: ids and times',
   refused_messages: 'a count of refused messages per channel account and day: no words, no handle',
   roster_migrations: 'the migration ledger',
+  installation_key: 'the fingerprint of the installation key: 16 hex digits that tell keys apart and reveal nothing of one',
 };

@@ -1,4 +1,3 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
@@ -6,9 +5,9 @@ import { makePrivateFolder, redactUrl, tightenFolder, type Config, type Logger }
 import { RosterError } from '@roster/errors';
 import pg from 'pg';
 import { createPoolDatabase, type Database } from './database.js';
-import { acquireDataDirLock } from './data-dir-lock.js';
+import { acquireDataDirLock, DataDirInUseError } from './data-dir-lock.js';
+import { canShareFolder, hostWaitMs, sharedSocketPool } from './embedded-share.js';
 import { pglitePool } from './pglite-connection.js';
-import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 
 /** The oldest pgvector Roster accepts: iterative index scans arrived in 0.8. */
 export const minimumPgvector = '0.8.0';
@@ -127,67 +126,70 @@ $bootstrap$;
 set session authorization roster_owner;
 `;
 
-/** The file name node-postgres looks for in a socket folder, for port 5432. */
-const socketName = '.s.PGSQL.5432';
-/** Unix socket paths longer than this do not fit the kernel's limit. */
-const maxSocketPath = 100;
-
 /**
  * The embedded database. `memory://` is reached in process. A folder is
- * opened by one process, which serves it on a Unix socket inside the folder
- * (owner-only, like the folder) and reaches it through that socket too; any
- * other Roster command started meanwhile (`roster chat` beside `roster
- * start`) connects to the same socket instead of failing. PGlite runs one
- * statement at a time and keeps each connection's transaction whole.
+ * shared by every Roster command that uses it at once: its host process
+ * serves it on a Unix socket inside the folder (owner-only, like the folder),
+ * and this process is one of its clients; see `embedded-share.ts`. When the
+ * folder's path is too long for a Unix socket, this process opens it alone,
+ * after waiting a bounded time for any other holder to finish.
  */
-export async function openEmbeddedDatabase(dataDir: string, logger?: Logger): Promise<Database> {
+export async function openEmbeddedDatabase(folder: string, logger?: Logger): Promise<Database> {
   const onAdmin = (reason: string) => logger?.debug({ reason }, 'admin scope');
-  if (dataDir.startsWith('memory://')) {
-    const { pglite, release } = await openPglite(dataDir);
-    return createPoolDatabase({ kind: 'embedded', location: dataDir, pool: pglitePool(pglite), onClose: release, onAdmin });
+  if (folder.startsWith('memory://')) {
+    const { pglite, release } = await openPglite(folder);
+    return createPoolDatabase({ kind: 'embedded', location: folder, pool: pglitePool(pglite), onClose: release, onAdmin });
   }
-  const socketPath = path.join(dataDir, socketName);
-  let opened: Awaited<ReturnType<typeof openPglite>>;
-  try {
-    opened = await openPglite(dataDir);
-  } catch (error) {
-    if (RosterError.isInstance(error) && error.code === 'database_in_use' && fs.existsSync(socketPath)) {
-      // Another Roster process has it open: share it through its socket.
-      return createPoolDatabase({ kind: 'embedded', location: dataDir, pool: socketPool(dataDir, 2, logger), onAdmin });
-    }
-    throw error;
-  }
-  if (socketPath.length > maxSocketPath) {
-    logger?.warn({ dataDir }, 'the data folder path is too long for a Unix socket; other Roster commands cannot share the database while this one runs');
+  // Absolute: node-postgres takes only a path that starts with / for a socket folder, and the host runs elsewhere.
+  const dataDir = path.resolve(folder);
+  makePrivateFolder(dataDir);
+  if (!canShareFolder(dataDir)) {
+    logger?.warn({ dataDir }, 'the data folder path is too long for a Unix socket; other Roster commands wait until this one ends');
+    const opened = await openPgliteAlone(dataDir);
     return createPoolDatabase({ kind: 'embedded', location: dataDir, pool: pglitePool(opened.pglite), onClose: opened.release, onAdmin });
   }
-  fs.rmSync(socketPath, { force: true });
-  const server = new PGLiteSocketServer({ db: opened.pglite, path: socketPath, maxConnections: 64 });
+  const pool = sharedSocketPool(dataDir, { max: 4, onError: (error) => logger?.warn({ err: error }, 'embedded database connection failed') });
   try {
-    await server.start();
-    fs.chmodSync(socketPath, 0o600);
+    // Reached now, so that a folder that cannot be opened is reported by the command that opens it.
+    (await pool.connect()).release();
   } catch (error) {
-    await opened.release();
-    throw new RosterError('database_unavailable', `Cannot serve the embedded database on ${socketPath}: ${(error as Error).message}.`, { cause: error });
+    await pool.end();
+    throw error;
   }
   return createPoolDatabase({
     kind: 'embedded',
     location: dataDir,
-    pool: socketPool(dataDir, 4, logger),
+    pool,
     onAdmin,
+    // The host tightens the files once it leaves; this covers what was written meanwhile, for a copy made before then.
     onClose: async () => {
-      await server.stop();
-      fs.rmSync(socketPath, { force: true });
-      await opened.release();
+      try {
+        tightenFolder(dataDir);
+      } catch (error) {
+        logger?.debug({ err: error }, 'could not tighten the embedded database folder');
+      }
     },
   });
 }
 
-/** A pool over the embedded database's socket in `dataDir` (node-postgres finds `.s.PGSQL.5432` there). */
-function socketPool(dataDir: string, max: number, logger?: Logger): pg.Pool {
-  const pool = new pg.Pool({ host: dataDir, port: 5432, user: 'postgres', database: 'postgres', max, connectionTimeoutMillis: 10_000 });
-  pool.on('error', (poolError) => logger?.warn({ err: poolError }, 'embedded database connection failed'));
-  return pool;
+/** Open a folder that cannot be shared, waiting up to `hostWaitMs` for another process to let go of it. */
+async function openPgliteAlone(dataDir: string): Promise<Awaited<ReturnType<typeof openPglite>>> {
+  const deadline = Date.now() + hostWaitMs;
+  for (;;) {
+    try {
+      return await openPglite(dataDir);
+    } catch (error) {
+      if (!(error instanceof DataDirInUseError)) throw error;
+      if (Date.now() >= deadline) {
+        const who = error.holder === undefined ? 'another process' : `process ${error.holder}`;
+        throw new RosterError(
+          'database_in_use',
+          `The embedded database in ${dataDir} is in use by ${who}, and its path is too long to share it over a socket. Wait for that process to finish, or use a shorter ROSTER_DATA_DIR.`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
 }
 
 /** A server Postgres; refuses one without pgvector 0.8 or newer. */

@@ -3,18 +3,18 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
-import { privateFileMode } from '@roster/config';
+import { privateFileMode, tightenFolder } from '@roster/config';
 import { RosterError } from '@roster/errors';
+import type pg from 'pg';
 import { migrate } from './migrate.js';
 import { createPoolDatabase } from './database.js';
+import { canShareFolder, embeddedSocketPath, maxSocketPath, sharedSocketPool } from './embedded-share.js';
 import { openPglite } from './open.js';
 import { startPasswordGate, type PasswordGate } from './password-gate.js';
 import { pglitePool } from './pglite-connection.js';
 
 /** The user name in the served connection string; the gate accepts no other. */
 export const servedUser = 'roster';
-/** Unix socket paths longer than this do not fit the kernel's limit. */
-const maxSocketPath = 100;
 
 export interface ServedDatabase {
   /** A connection string for psql, a second Roster process, or an operator; it holds the password. */
@@ -27,21 +27,62 @@ export interface ServedDatabase {
  * behind a password made for this run (a loopback port is open to every
  * account on the machine). The database itself listens on a Unix socket in
  * its own folder, which only its owner can reach; the password gate in front
- * of it is the only way in over TCP. PGlite is a single session, so one
- * connection is served at a time; Roster processes that connect to it
- * notice and keep a pool of one.
+ * of it is the only way in over TCP. It is the socket that every Roster
+ * command on this folder shares (see `embedded-share.ts`), so serving works
+ * while other commands run, and they keep working while it serves; this
+ * process stays one of its clients for the whole run, so the database is
+ * there for whoever connects through the gate. The gate admits one
+ * connection at a time (PGlite is a single session: session settings are
+ * everyone's); Roster processes that connect through it notice and keep a
+ * pool of one. A folder whose path is too long for a socket is opened by
+ * this process alone, and served on a socket in a private temporary folder.
  */
-export async function serveEmbeddedDatabase(options: { dataDir: string; host?: string; port: number }): Promise<ServedDatabase> {
+export async function serveEmbeddedDatabase(given: { dataDir: string; host?: string; port: number }): Promise<ServedDatabase> {
+  const options = { ...given, dataDir: path.resolve(given.dataDir) };
+  if (!canShareFolder(options.dataDir)) return serveAlone(options);
+  const host = options.host ?? '127.0.0.1';
+  const pool = sharedSocketPool(options.dataDir, { max: 1 });
+  const database = createPoolDatabase({ kind: 'embedded', location: options.dataDir, pool });
+  let held: pg.PoolClient | undefined;
+  let gate: PasswordGate;
+  try {
+    // Migrate first, so that whoever connects finds the schema in place.
+    await migrate(database);
+    held = await pool.connect();
+    const password = randomBytes(18).toString('base64url');
+    gate = await startPasswordGate({ host, port: options.port, user: servedUser, password, upstreamPath: embeddedSocketPath(options.dataDir) }).catch((error: Error) => {
+      throw new RosterError('port_unavailable', `Cannot listen on ${host}:${options.port}: ${error.message}. Pick another port with --port.`, { cause: error });
+    });
+    return {
+      connectionString: `postgres://${servedUser}:${password}@${host}:${gate.port}/postgres?sslmode=disable`,
+      async stop() {
+        await gate.close();
+        held?.release();
+        await database.close();
+        tightenFolder(options.dataDir);
+      },
+    };
+  } catch (error) {
+    held?.release();
+    await database.close();
+    throw error;
+  }
+}
+
+/** The database of a folder that cannot be shared, opened by this process alone and served from it. */
+async function serveAlone(options: { dataDir: string; host?: string; port: number }): Promise<ServedDatabase> {
   const { pglite, release } = await openPglite(options.dataDir);
   const host = options.host ?? '127.0.0.1';
-  // Migrate first, so that whoever connects finds the schema in place.
   const pool = pglitePool(pglite);
   const database = createPoolDatabase({ kind: 'embedded', location: options.dataDir, pool });
   try {
     await migrate(database);
-  } finally {
+  } catch (error) {
     await pool.end();
+    await release();
+    throw error;
   }
+  await pool.end();
   const socket = privateSocketPath(options.dataDir);
   fs.rmSync(socket.path, { force: true });
   // Two: a closing session may still hold its place for a moment; the gate admits one at a time.

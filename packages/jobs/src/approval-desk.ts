@@ -1,5 +1,6 @@
 import type { Directory, Person } from '@roster/core';
 import type { Database } from '@roster/db';
+import type { AuditLog } from '@roster/memory';
 import { approveLesson, listApprovals, rejectApproval } from './lessons.js';
 
 /** The owner's pending lessons as a channel shows them, and the decisions pressed there. */
@@ -13,7 +14,7 @@ export interface ApprovalDesk {
  * push with buttons; a press decides as the person who pressed, who must be
  * an owner (approveLesson and rejectApproval refuse anyone else).
  */
-export function createApprovalDesk(database: Database, directory: Directory): ApprovalDesk {
+export function createApprovalDesk(database: Database, audit: AuditLog, directory: Directory): ApprovalDesk {
   return {
     async pending() {
       const approvals = await listApprovals(database, { status: 'pending' });
@@ -23,7 +24,7 @@ export function createApprovalDesk(database: Database, directory: Directory): Ap
     },
     async decide(approvalId, decision, person) {
       if (decision === 'approve') {
-        const lesson = await approveLesson(database, approvalId, { kind: 'person', personId: person.id });
+        const lesson = await approveLesson(database, audit, approvalId, { kind: 'person', personId: person.id });
         const agent = await directory.agentById(lesson.agentId);
         return `Approved by ${person.name}: the lesson now rides in every prompt of ${agent.name}.`;
       }

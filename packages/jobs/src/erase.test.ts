@@ -6,6 +6,7 @@ import { vector } from '@electric-sql/pglite-pgvector';
 import { migrate, openEmbeddedDatabase, type Database, type Scope } from '@roster/db';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
 import { createHashingEmbedder, createMemory, type Memory, type Provenance } from '@roster/memory';
+import { testInstallationKey } from '@roster/memory/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { eraseForgotten } from './erase.js';
 
@@ -56,7 +57,7 @@ describe('the erase job', () => {
     });
     ada = { agentId: ids.agent, personId: ids.ada, audience: 'private' };
     bob = { agentId: ids.agent, personId: ids.bob, audience: 'private' };
-    memory = createMemory({ database, embedder: createHashingEmbedder() });
+    memory = createMemory({ database, embedder: createHashingEmbedder(), key: testInstallationKey });
     await memory.prepare();
   });
   afterEach(async () => {

@@ -15,7 +15,7 @@ const idle = (minutes: number | undefined) => `${Math.max(0, minutes ?? 30)} min
 
 export const handlers: { [N in JobName]: Handler<N> } = {
   async fade(deps, payload, run) {
-    const report = await fade(deps.database, {
+    const report = await fade(deps.database, deps.memory.audit, {
       ...(payload.days === undefined ? {} : { days: payload.days }),
       ...(payload.batchSize === undefined ? {} : { batchSize: payload.batchSize }),
       onProgress: (faded) => run.progress({ faded }),

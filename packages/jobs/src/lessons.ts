@@ -1,6 +1,6 @@
 import type { Database, Transaction } from '@roster/db';
 import { RosterError } from '@roster/errors';
-import { appendEvent, containsSecret, contentHash, isNearDuplicate, minhash } from '@roster/memory';
+import { containsSecret, contentHash, isNearDuplicate, minhash, type AuditLog } from '@roster/memory';
 import { currentJob } from './job-context.js';
 
 /** Who decides: only a person. Jobs, schedules and "auto" modes have no way to be one. */
@@ -108,7 +108,7 @@ export async function listApprovals(database: Database, options: { agentId?: str
 }
 
 /** A person approves a pending lesson, having seen its whole text: it becomes active, with its evidence. */
-export async function approveLesson(database: Database, approvalId: string, approver: Approver): Promise<Lesson> {
+export async function approveLesson(database: Database, audit: AuditLog, approvalId: string, approver: Approver): Promise<Lesson> {
   refuseWithoutPerson(approver);
   return database.adminScope('approvals: a person approves a lesson', async (tx) => {
     const { rows } = await tx.query<ApprovalRow>(`select ${approvalColumns} from approvals where id::text = $1 for update`, [approvalId]);
@@ -127,7 +127,7 @@ export async function approveLesson(database: Database, approvalId: string, appr
       [approval.agent_id, approval.person_id, approval.text, hash, minhash(approval.text), JSON.stringify(approval.evidence), approval.id, approver.personId, Number(version.rows[0]!.n) + 1],
     );
     const lesson = inserted.rows[0]!;
-    await appendEvent(tx, {
+    await audit.append(tx, {
       agentId: approval.agent_id,
       personId: approver.personId,
       actor: { kind: 'person', id: approver.personId },
@@ -162,7 +162,7 @@ export async function rejectApproval(database: Database, approvalId: string, app
 }
 
 /** A person retires a lesson with a reason; its text cannot be promoted again. */
-export async function retireLesson(database: Database, lessonId: string, reason: string, approver: Approver): Promise<void> {
+export async function retireLesson(database: Database, audit: AuditLog, lessonId: string, reason: string, approver: Approver): Promise<void> {
   refuseWithoutPerson(approver);
   if (reason.trim() === '') throw new RosterError('reason_missing', 'Say why the lesson is retired.');
   await database.adminScope('approvals: a person retires a lesson', async (tx) => {
@@ -173,7 +173,7 @@ export async function retireLesson(database: Database, lessonId: string, reason:
     );
     const lesson = rows[0];
     if (lesson === undefined) throw new RosterError('lesson_not_found', `No active lesson ${lessonId}.`);
-    await appendEvent(tx, {
+    await audit.append(tx, {
       agentId: lesson.agent_id,
       personId: approver.personId,
       actor: { kind: 'person', id: approver.personId },

@@ -226,3 +226,17 @@ export async function mirrorReport(database: Database, agentId: string, options:
     return { agentId, judged, learned, total: cases.length, summary, cases: withHistory };
   });
 }
+
+/** Per day (UTC), how many replays passed and failed: the line a chart of the mirror draws. Errors count as neither. */
+export function passRateByDay(report: Pick<MirrorReport, 'cases'>): Array<{ date: string; passed: number; failed: number }> {
+  const days = new Map<string, { passed: number; failed: number }>();
+  for (const run of report.cases.flatMap((item) => item.history)) {
+    if (run.verdict !== 'pass' && run.verdict !== 'fail') continue;
+    const date = new Date(run.ranAt).toISOString().slice(0, 10);
+    const day = days.get(date) ?? { passed: 0, failed: 0 };
+    if (run.verdict === 'pass') day.passed += 1;
+    else day.failed += 1;
+    days.set(date, day);
+  }
+  return [...days.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([date, counts]) => ({ date, ...counts }));
+}

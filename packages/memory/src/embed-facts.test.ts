@@ -1,3 +1,4 @@
+import { testInstallationKey } from '@roster/config/testing';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -40,7 +41,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  memory = createMemory({ database: f.database, embedder: createOpenAICompatibleEmbedder({ baseUrl: `http://127.0.0.1:${port}/v1`, model: 'race-test', dimensions: 4 }) });
+  memory = createMemory({ database: f.database, embedder: createOpenAICompatibleEmbedder({ baseUrl: `http://127.0.0.1:${port}/v1`, model: 'race-test', dimensions: 4 }), key: testInstallationKey });
 });
 
 afterAll(async () => {

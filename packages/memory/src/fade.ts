@@ -1,5 +1,5 @@
 import type { Database } from '@roster/db';
-import { appendEvents } from './audit.js';
+import type { AuditLog } from './audit.js';
 
 /** Categories that never fade, however long unused. */
 export const protectedCategories = ['identity', 'safety', 'pinned', 'preference'] as const;
@@ -49,7 +49,7 @@ export interface FadeReport {
  * protected category, become `faded` (restorable), one event each. It reads
  * every agent's memory, so it runs in a named admin scope, batch by batch.
  */
-export async function fade(database: Database, options: FadeOptions = {}): Promise<FadeReport> {
+export async function fade(database: Database, audit: AuditLog, options: FadeOptions = {}): Promise<FadeReport> {
   const days = options.days ?? 45;
   const minUses = options.minUses ?? 2;
   const batchSize = Math.max(1, options.batchSize ?? 500);
@@ -65,8 +65,8 @@ export async function fade(database: Database, options: FadeOptions = {}): Promi
         [cutoff, minUses, [...protectedCategories], batchSize],
       );
       for (const row of rows) agents.add(row.agent_id);
-      // One event per fact, sent as one statement per batch.
-      await appendEvents(
+      // One event per fact, appended with two statements per batch.
+      await audit.appendMany(
         tx,
         rows.map((row) => ({
           agentId: row.agent_id,

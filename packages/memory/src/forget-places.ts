@@ -43,6 +43,7 @@ export const forgetPlaces: Readonly<Record<string, ForgetReach>> = {
   'tombstones.content_hash': noWords('a keyed hash of the normalised words: without the installation key it proves nothing'),
   'tombstones.minhash': noWords('a keyed MinHash signature of the words'),
   'tombstones.source_message_ids': noWords('message ids'),
+  'tombstones.hash_kind': enumeration,
   'memory_events.detail': noWords('ids, states and counts: never content (memory writes its events so)'),
   'memory_events.action': noWords('an action name'),
   'memory_events.actor_kind': enumeration,
@@ -51,6 +52,8 @@ export const forgetPlaces: Readonly<Record<string, ForgetReach>> = {
   'memory_events.target_id': noWords('a target id'),
   'memory_events.hash': noWords('the keyed audit chain'),
   'memory_events.prev_hash': noWords('the keyed audit chain'),
+  'memory_events.hash_kind': enumeration,
+  'installation_key.fingerprint': noWords('the fingerprint of the installation key'),
   'embedding_models.model': noWords('an embedding model name'),
   'embedding_models.index_name': noWords('an index name'),
 
@@ -107,6 +110,12 @@ export const forgetPlaces: Readonly<Record<string, ForgetReach>> = {
   'outbox.queue': enumeration,
   'outbox.name': noWords('a job name'),
   'outbox.dedupe_key': noWords('a key of ids'),
+
+  // Credentials of the HTTP API: hashes of random tokens, never words.
+  'login_links.token_hash': noWords('the SHA-256 of a random login token'),
+  'web_sessions.token_hash': noWords('the SHA-256 of a random session token'),
+  'api_tokens.token_hash': noWords('the SHA-256 of a random API token'),
+  'api_tokens.name': noWords('a label the person chose for their token'),
 
   'roster_migrations.name': noWords('a migration file name'),
   'roster_migrations.checksum': noWords('a migration file checksum'),

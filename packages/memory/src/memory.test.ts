@@ -1,6 +1,5 @@
 import type { Scope } from '@roster/db';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { verifyAudit } from './audit.js';
 import { fade } from './fade.js';
 import type { Memory } from './memory.js';
 import { memoryFixture, saidBy, type MemoryFixture } from './testing/fixture.js';
@@ -298,8 +297,10 @@ describe('audit', () => {
     );
     expect(actions).toEqual(operations.map(([action]) => action));
 
-    const report = await verifyAudit(f.database, f.agents.scout);
-    expect(report).toEqual([{ agentId: f.agents.scout, events: operations.length, ok: true, broken: null }]);
+    const report = await memory.audit.verify({ agentId: f.agents.scout });
+    expect(report).toEqual([
+      { agentId: f.agents.scout, events: operations.length, unkeyed: 0, ok: true, broken: null, head: { seq: operations.length, hash: expect.stringMatching(/^[0-9a-f]{64}$/) } },
+    ]);
 
     // The table refuses changes: roster_ops has no right to, and the owner's role meets the trigger.
     await expect(f.database.adminScope('test: try to edit history', (tx) => tx.query(`update memory_events set action = 'x'`))).rejects.toThrow(
@@ -316,7 +317,7 @@ describe('audit', () => {
       await tx.query(`update memory_events set detail = '{"from":"active","to":"rejected"}' where agent_id = $1 and seq = 4`, [f.agents.scout]);
       await tx.query('alter table memory_events enable trigger memory_events_append_only');
     });
-    const tampered = await verifyAudit(f.database, f.agents.scout);
+    const tampered = await memory.audit.verify({ agentId: f.agents.scout });
     expect(tampered[0]).toMatchObject({ ok: false, broken: { seq: 4, problem: 'its content does not match its hash' } });
   });
 
@@ -399,10 +400,10 @@ describe('fade and uses', () => {
       ]);
     });
 
-    const report = await fade(f.database, { batchSize: 1 });
+    const report = await fade(f.database, memory.audit, { batchSize: 1 });
     expect(report).toMatchObject({ faded: 2, agents: 2 });
     // One event per faded fact, each in its agent's intact chain.
-    const chains = await verifyAudit(f.database);
+    const chains = await memory.audit.verify();
     expect(chains.every((chain) => chain.ok)).toBe(true);
     const fadeEvents = await f.database.adminScope('test: fade events', async (tx) =>
       (await tx.query<{ target_id: string }>(`select target_id from memory_events where action = 'fade' order by target_id`)).rows.map((row) => row.target_id),

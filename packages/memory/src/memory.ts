@@ -1,20 +1,23 @@
+import type { InstallationKey } from '@roster/config';
 import { isUuid, type Database, type Scope, type ScopedTransaction } from '@roster/db';
 import { RosterError } from '@roster/errors';
-import { appendEvent } from './audit.js';
+import { createAuditLog, type AuditLog } from './audit.js';
 import type { Embedder } from './embedders/index.js';
 import { embedFacts, type EmbedFactsOptions, type EmbedFactsReport } from './embed-facts.js';
 import { embedOne, ensureEmbeddingModel, writeEmbedding } from './embeddings.js';
 import { FactNotFoundError, FactStateError, RejectedStatementError, TombstonedError } from './errors.js';
 import { renderExport, type ExportFormat } from './export.js';
+import { bindInstallationKey } from './installation.js';
 import { matchFacts, type FactMatch, type MatchOptions } from './match.js';
 import { redactSecrets } from './redact.js';
 import { factColumns, toFact, type FactRow } from './rows.js';
 import { ScopeSizeCache, searchFacts, type SearchOptions } from './search.js';
-import { contentHash, isNearDuplicate, minhash, normalizeText, validateText } from './text.js';
+import { contentHash, keyedContentHash, validateText } from './text.js';
 import { readableTrust, type Actor, type Fact, type Provenance, type SearchResult, type Trust } from './types.js';
-import { believedAt, believedNow, chainIds, recordCorrection, recordUpdate, requireCurrent, versionHistory, type HistoryEntry } from './versions.js';
+import { forgetFact, tombstoneMatcher, type TombstoneRow } from './forget.js';
+import { believedAt, believedNow, recordCorrection, recordUpdate, requireCurrent, versionHistory, type HistoryEntry } from './versions.js';
 
-export type { HistoryEntry } from './versions.js';
+export type { HistoryEntry, VersionEvent } from './versions.js';
 
 export interface RememberInput {
   content: string;
@@ -27,6 +30,12 @@ export interface RememberInput {
 export interface MemoryOptions {
   database: Database;
   embedder: Embedder;
+  /**
+   * The installation key: tombstones and the audit chain are keyed with it.
+   * Every process of an installation must hold the same one (`prepare`
+   * refuses another).
+   */
+  key: InstallationKey;
 }
 
 /** A use moves `uses` and `last_used_at`; being placed in a prompt is not one. */
@@ -39,7 +48,13 @@ export type UseReason = 'recall' | 'confirmation' | 'citation';
  */
 export interface Memory {
   readonly embedder: Embedder;
-  /** Register the embedder's model and index; call once before use. */
+  /** The audit log, keyed like this memory: appends for other packages' changes, heads and verification. */
+  readonly audit: AuditLog;
+  /**
+   * Check that the database was keyed with this memory's key (or key it now),
+   * seal the audit chains from before keying, and register the embedder's
+   * model and index; call once before use.
+   */
   prepare(): Promise<void>;
   /**
    * Remember a statement. The same words believed now are returned instead
@@ -74,6 +89,12 @@ export interface Memory {
   /** Whether an automatic path would be refused this text (it matches a tombstone). */
   isTombstoned(scope: Scope, content: string): Promise<boolean>;
   get(scope: Scope, factId: string): Promise<Fact>;
+  /**
+   * The scope a fact of this agent lives in: its person's private scope, or
+   * the agent-wide one. For the owner's tools, which act on a fact by id;
+   * an id of another agent, or none, is `fact_not_found`.
+   */
+  scopeOf(agentId: string, factId: string): Promise<Scope>;
   /** What is believed now and valid now, newest first. */
   list(scope: Scope, options?: { category?: string; limit?: number }): Promise<Fact[]>;
   /** The versions of a fact, oldest first, each as believed now. */
@@ -93,20 +114,18 @@ export interface Memory {
   export(scope: Scope, format: ExportFormat): Promise<string>;
 }
 
-/** A text matches a tombstone exactly (same normalised hash) or nearly (estimated Jaccard ≥ 0.8). */
-function matchesTombstone(tombstone: { content_hash: string; minhash: string[] }, hash: string, signature: number[]): boolean {
-  return tombstone.content_hash === hash || isNearDuplicate(signature, tombstone.minhash.map(Number));
-}
-
 const liveTrust: readonly Trust[] = ['candidate', 'active', 'verified', 'disputed'];
 
 export function createMemory(options: MemoryOptions): Memory {
-  const { database, embedder } = options;
+  const { database, embedder, key } = options;
+  const audit = createAuditLog({ database, key });
   const scopeSizes = new ScopeSizeCache();
   let prepared = false;
 
   async function prepare(): Promise<void> {
     if (prepared) return;
+    await bindInstallationKey(database, key);
+    await audit.seal();
     if (embedder.dimensions > 0) await ensureEmbeddingModel(database, embedder.model, embedder.dimensions);
     prepared = true;
   }
@@ -150,14 +169,13 @@ export function createMemory(options: MemoryOptions): Memory {
    */
   async function admit(tx: ScopedTransaction, content: string, hash: string, provenance: Provenance): Promise<void> {
     const scope = tx.scope;
-    const signature = minhash(content);
-    const tombstones = await tx.query<{ id: string; person_id: string | null; content_hash: string; minhash: string[]; source_message_ids: string[] }>(
-      `select id, person_id, content_hash, minhash, source_message_ids from tombstones where lifted_at is null`,
+    const matches = tombstoneMatcher(key, content);
+    const tombstones = await tx.query<TombstoneRow & { id: string; person_id: string | null; source_message_ids: string[] }>(
+      `select id, person_id, content_hash, minhash, hash_kind, source_message_ids from tombstones where lifted_at is null`,
     );
     const sources = provenance.sourceMessageIds ?? [];
     for (const tombstone of tombstones.rows) {
-      const matches = matchesTombstone(tombstone, hash, signature);
-      if (!matches) continue;
+      if (!matches(tombstone)) continue;
       const liftable =
         provenance.explicit === true &&
         provenance.actor.kind === 'person' &&
@@ -167,7 +185,7 @@ export function createMemory(options: MemoryOptions): Memory {
         sources.every((id) => !tombstone.source_message_ids.includes(id));
       if (!liftable) throw new TombstonedError();
       await tx.query('update tombstones set lifted_at = now(), lifted_by_message_id = $2 where id = $1', [tombstone.id, sources[0]]);
-      await appendEvent(tx, {
+      await audit.append(tx, {
         agentId: scope.agentId,
         personId: scope.personId,
         actor: provenance.actor,
@@ -218,10 +236,15 @@ export function createMemory(options: MemoryOptions): Memory {
     return toFact(rows[0]!);
   }
 
-  function prepareContent(content: unknown): { content: string; hash: string } {
+  /**
+   * The text as stored, its unkeyed hash (kept beside it in `facts` to find
+   * duplicates, erased when it is forgotten) and its keyed hash (what the
+   * audit log may keep of it for good).
+   */
+  function prepareContent(content: unknown): { content: string; hash: string; keyedHash: string } {
     const valid = validateText(content, 'content');
     const redacted = redactSecrets(valid).text;
-    return { content: redacted, hash: contentHash(redacted) };
+    return { content: redacted, hash: contentHash(redacted), keyedHash: keyedContentHash(key, redacted) };
   }
 
   function validCategory(category: string | undefined): string {
@@ -239,7 +262,7 @@ export function createMemory(options: MemoryOptions): Memory {
   }
 
   async function event(tx: ScopedTransaction, actor: Actor, action: string, fact: Fact, detail: Record<string, unknown> = {}) {
-    await appendEvent(tx, { agentId: tx.scope.agentId, personId: fact.personId, actor, action, targetKind: 'fact', targetId: fact.id, detail });
+    await audit.append(tx, { agentId: tx.scope.agentId, personId: fact.personId, actor, action, targetKind: 'fact', targetId: fact.id, detail });
   }
 
   /** Move a fact from one of `from` to `to`, with one event. */
@@ -277,13 +300,14 @@ export function createMemory(options: MemoryOptions): Memory {
       const written = await insertFact(tx, { ...next, category: old.category, audience: old.audience, trust: trustFor(provenance), provenance });
       const { previous, fact } = kind === 'correct' ? await recordCorrection(tx, old, written) : await recordUpdate(tx, old, written);
       await storeVector(tx, fact, vector);
-      await event(tx, provenance.actor, kind, fact, { previous: old.id, ...(kind === 'update' ? { restated: previous.id } : {}), content_sha256: next.hash });
+      await event(tx, provenance.actor, kind, fact, { previous: old.id, ...(kind === 'update' ? { restated: previous.id } : {}), content_hmac: next.keyedHash });
       return { old: previous, fact };
     });
   }
 
   const memory: Memory = {
     embedder,
+    audit,
     prepare,
 
     async remember(scope, input) {
@@ -313,7 +337,7 @@ export function createMemory(options: MemoryOptions): Memory {
         await admit(tx, next.content, next.hash, input.provenance);
         const fact = await insertFact(tx, { ...next, category, audience, trust: trustFor(input.provenance), provenance: input.provenance });
         await storeVector(tx, fact, vector);
-        await event(tx, input.provenance.actor, 'remember', fact, { trust: fact.trust, category, audience, content_sha256: next.hash });
+        await event(tx, input.provenance.actor, 'remember', fact, { trust: fact.trust, category, audience, content_hmac: next.keyedHash });
         return { fact, created: true };
       });
     },
@@ -350,51 +374,15 @@ export function createMemory(options: MemoryOptions): Memory {
     reject: (scope, factId, provenance) => transition(scope, factId, ['candidate', 'active', 'verified', 'disputed'], 'rejected', 'reject', provenance),
     restore: (scope, factId, provenance) => transition(scope, factId, ['faded'], 'active', 'restore', provenance),
 
-    async forget(scope, factId, provenance) {
-      return database.withScope(scope, async (tx) => {
-        const fact = await loadFact(tx, factId, true);
-        if (fact.trust === 'forgotten' || fact.content === null) throw new FactStateError('That fact is already forgotten.');
-        const hash = contentHash(fact.content);
-        // The whole chain goes: every earlier and later version (retracted, changed, restated) and every copy with the same words.
-        const chain = await tx.query<{ id: string; content: string; source_message_ids: string[] }>(
-          `select f.id, f.content, f.source_message_ids from facts f
-           where (f.id = any($1) or (f.content_hash = $2 and f.person_id is not distinct from $3))
-             and f.trust <> 'forgotten'`,
-          [await chainIds(tx, fact.id), hash, fact.personId],
-        );
-        const ids = [...new Set([fact.id, ...chain.rows.map((row) => row.id)])];
-        const phrases = [...new Set([fact.content, ...chain.rows.map((row) => row.content)].map(normalizeText).filter((phrase) => phrase !== ''))];
-        const sources = [...new Set([...fact.sourceMessageIds, ...chain.rows.flatMap((row) => row.source_message_ids)])];
-        const tombstone = await tx.query<{ id: string }>(
-          `insert into tombstones (agent_id, person_id, fact_id, content_hash, minhash, source_message_ids)
-           values ($1, $2, $3, $4, $5, $6) returning id`,
-          [scope.agentId, fact.personId, fact.id, hash, minhash(fact.content), sources],
-        );
-        // The request that asked to forget is erased with the rest.
-        const reached = [...new Set([...sources, ...(provenance.sourceMessageIds ?? [])])];
-        const erased = await tx.query<{ counts: Record<string, number> }>('select roster_forget_everywhere($1, $2) as counts', [reached, phrases]);
-        await tx.query('delete from fact_embeddings where fact_id = any($1)', [ids]);
-        await tx.query(`update facts set content = '', trust = 'forgotten' where id = any($1)`, [ids]);
-        const forgotten = await loadFact(tx, fact.id);
-        const tombstoneId = tombstone.rows[0]!.id;
-        const reach = erased.rows[0]?.counts ?? {};
-        // The files too: an erase job rewrites every table this forget reached (one pending erase, however many forgets).
-        await tx.query('select roster_queue_erase($1)', [['facts', 'fact_embeddings', ...Object.keys(reach)]]);
-        const messagesErased = Number(reach['messages'] ?? 0);
-        await event(tx, provenance.actor, 'forget', forgotten, { tombstone: tombstoneId, facts: ids, erased: reach });
-        return { fact: forgotten, tombstoneId, messagesErased, erased: reach };
-      });
+    forget(scope, factId, provenance) {
+      return forgetFact({ database, key, loadFact, event }, scope, factId, provenance);
     },
 
     async isTombstoned(scope, content) {
-      const text = validateText(content, 'content');
-      const hash = contentHash(text);
-      const signature = minhash(text);
+      const matches = tombstoneMatcher(key, validateText(content, 'content'));
       return database.withScope(scope, async (tx) => {
-        const { rows } = await tx.query<{ content_hash: string; minhash: string[] }>(
-          'select content_hash, minhash from tombstones where lifted_at is null',
-        );
-        return rows.some((row) => matchesTombstone(row, hash, signature));
+        const { rows } = await tx.query<TombstoneRow>('select content_hash, minhash, hash_kind from tombstones where lifted_at is null');
+        return rows.some(matches);
       });
     },
 
@@ -404,6 +392,15 @@ export function createMemory(options: MemoryOptions): Memory {
         if (!readableTrust.includes(fact.trust)) throw new FactNotFoundError(factId);
         return fact;
       });
+    },
+
+    async scopeOf(agentId, factId) {
+      const personId = await database.adminScope('owner: find the scope of a fact', async (tx) => {
+        const { rows } = await tx.query<{ person_id: string | null }>('select person_id from facts where id::text = $1 and agent_id = $2', [factId, agentId]);
+        if (rows[0] === undefined) throw new FactNotFoundError(factId);
+        return rows[0].person_id;
+      });
+      return personId === null ? { agentId, personId: null, audience: 'agent' } : { agentId, personId, audience: 'private' };
     },
 
     async list(scope, options = {}) {

@@ -4,6 +4,7 @@ import { toSql } from 'pgvector';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHashingEmbedder, createOpenAICompatibleEmbedder } from './embedders/index.js';
 import { createMemory } from './memory.js';
+import { testInstallationKey } from '@roster/config/testing';
 import { memoryFixture, saidBy, type MemoryFixture } from './testing/fixture.js';
 import { contentHash } from './text.js';
 
@@ -78,7 +79,7 @@ describe('vector search under a scope filter', () => {
       overlap += viaIndex.filter((result) => exactIds.has(result.fact.id)).length;
     }
     expect(overlap / (queries.length * 10)).toBeGreaterThanOrEqual(0.9);
-  });
+  }, 240_000);
 });
 
 describe('a remote embedder', () => {
@@ -97,7 +98,7 @@ describe('a remote embedder', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as AddressInfo;
     const embedder = createOpenAICompatibleEmbedder({ baseUrl: `http://127.0.0.1:${port}/v1`, model: 'tiny', dimensions: 8 });
-    const memory = createMemory({ database: f.database, embedder });
+    const memory = createMemory({ database: f.database, embedder, key: testInstallationKey });
     const scope = f.dm('scout', 'ada');
 
     const { fact } = await memory.remember(scope, { content: 'Ada keeps bees on the roof', provenance: saidBy(f.people.ada) });

@@ -2,12 +2,14 @@
  * The text of a memory: validation at the door, and the normal form behind
  * content hashes, tombstones and near-duplicate detection.
  *
- * Stored values depend on these functions (`contentHash` keys tombstones,
- * `minhash` signatures live in Postgres), so their output must not change
- * between versions, runs or machines: change them only with a migration that
- * recomputes what was stored.
+ * Stored values depend on these functions (`keyedContentHash` and
+ * `keyedMinhash` make tombstones, `contentHash` and `minhash` find live
+ * duplicates), so their output must not change between versions, runs or
+ * machines: change them only with a migration that recomputes what was
+ * stored.
  */
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
+import type { InstallationKey } from '@roster/config';
 import { RosterError } from '@roster/errors';
 
 /** The most code points a memory's text may hold, after trimming. */
@@ -98,10 +100,29 @@ export function normalizeText(text: string): string {
     .normalize('NFC');
 }
 
-/** SHA-256, hex, of the UTF-8 bytes of `normalizeText(text)`: equal for texts that differ only in case, accents or punctuation. */
+/**
+ * SHA-256, hex, of the UTF-8 bytes of `normalizeText(text)`: equal for texts
+ * that differ only in case, accents or punctuation. Unkeyed, so anyone can
+ * recompute it from a guess: it sits only beside the text it hashes (live
+ * facts, lessons, mirror cases) and goes when the text goes. What outlives a
+ * text uses `keyedContentHash`.
+ */
 export function contentHash(text: string): string {
   return createHash('sha256').update(normalizeText(text), 'utf8').digest('hex');
 }
+
+/**
+ * HMAC-SHA256, hex, keyed with the installation key (for this purpose), of
+ * the UTF-8 bytes of `normalizeText(text)`: what a tombstone and the audit
+ * log keep of a text. Without the key, hashing every guess of a short secret
+ * ("my locker code is 0000" … "9999") finds nothing.
+ */
+export function keyedContentHash(key: InstallationKey, text: string): string {
+  return createHmac('sha256', key.derive(contentHashPurpose)).update(normalizeText(text), 'utf8').digest('hex');
+}
+
+const contentHashPurpose = 'roster/content-hash/v1';
+const minhashPurpose = 'roster/minhash/v1';
 
 /**
  * Function words of English and Italian, dropped from shingles so that a
@@ -190,28 +211,56 @@ export function murmurHash3(bytes: Uint8Array, seed: number): number {
 const emptySlot = 0xffffffff;
 const encoder = new TextEncoder();
 
-/**
- * A MinHash signature of `shingles(text)`: position `i` holds the least
- * `murmurHash3(utf8(shingle), seed = i)` over the shingles, as an unsigned
- * 32-bit integer (fits Postgres `bigint`). The share of equal positions between
- * two signatures estimates the Jaccard similarity of their shingle sets.
- * A text without words gets `0xffffffff` in every position.
- */
-export function minhash(text: string, size = 128): number[] {
+function validSize(size: number): void {
   if (!Number.isInteger(size) || size < 1) {
     throw new RosterError('minhash_size_invalid', `a MinHash signature needs a whole size of at least 1, not ${size}`);
   }
-  const encoded = shingles(text).map((shingle) => encoder.encode(shingle));
+}
+
+/** Position `i` of the signature: the least `murmurHash3(element, seed = i)` over the elements. */
+function signatureOf(elements: readonly Uint8Array[], size: number): number[] {
   const signature: number[] = [];
   for (let seed = 0; seed < size; seed += 1) {
     let least = emptySlot;
-    for (const bytes of encoded) {
+    for (const bytes of elements) {
       const hash = murmurHash3(bytes, seed);
       if (hash < least) least = hash;
     }
     signature.push(least);
   }
   return signature;
+}
+
+/**
+ * A MinHash signature of `shingles(text)`: position `i` holds the least
+ * `murmurHash3(utf8(shingle), seed = i)` over the shingles, as an unsigned
+ * 32-bit integer (fits Postgres `bigint`). The share of equal positions between
+ * two signatures estimates the Jaccard similarity of their shingle sets.
+ * A text without words gets `0xffffffff` in every position. Unkeyed, like
+ * `contentHash`: for signatures kept beside their text.
+ */
+export function minhash(text: string, size = 128): number[] {
+  validSize(size);
+  return signatureOf(shingles(text).map((shingle) => encoder.encode(shingle)), size);
+}
+
+/**
+ * A keyed MinHash signature of `shingles(text)`, as a tombstone keeps it:
+ * each shingle first goes through HMAC-SHA256 with the installation key (for
+ * this purpose), and position `i` holds the least `murmurHash3(hmac, seed =
+ * i)`. Two texts' keyed signatures agree as often as their unkeyed ones would
+ * (the same estimate of Jaccard similarity), but without the key no guess of
+ * a word can be turned into a value to look for.
+ */
+export function keyedMinhash(key: InstallationKey, text: string, size = 128): number[] {
+  validSize(size);
+  const words = shingles(text);
+  if (words.length === 0) return new Array<number>(size).fill(emptySlot);
+  const secret = key.derive(minhashPurpose);
+  return signatureOf(
+    words.map((shingle) => createHmac('sha256', secret).update(shingle, 'utf8').digest()),
+    size,
+  );
 }
 
 /** The share of positions where two MinHash signatures agree: an estimate of their texts' Jaccard similarity. */

@@ -1,3 +1,4 @@
+import { testInstallationKey } from '@roster/config/testing';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -310,7 +311,7 @@ describe('migration 0011', () => {
       const report = await migrate(test.database);
       expect(report.applied.map((migration) => migration.version)).toContain(11);
 
-      const memory = createMemory({ database: test.database, embedder: createHashingEmbedder() });
+      const memory = createMemory({ database: test.database, embedder: createHashingEmbedder(), key: testInstallationKey });
       const scope: Scope = { agentId: ids.agent, personId: ids.person, audience: 'private' };
       const at = (time: string) => new Date(time);
       const believed = async (validAt: string, recordedAt: string) => contents(await memory.asOf(scope, { validAt: at(validAt), recordedAt: at(recordedAt) }));

@@ -29,6 +29,17 @@ export interface HistoryEntry {
   fact: Fact;
   /** How this version relates to the one asked about. */
   relation: 'earlier' | 'this' | 'later';
+  /** The audit event that recorded this version (a restatement: the one that recorded what it restates), when the scope may read it. */
+  event: VersionEvent | null;
+}
+
+/** Who recorded a version, how and when, as the audit log has it. */
+export interface VersionEvent {
+  id: string;
+  action: string;
+  actorKind: string;
+  actorId: string | null;
+  occurredAt: Date;
 }
 
 /** The SQL condition for a row that is believed now and valid now: what search, recall and list read. */
@@ -137,7 +148,20 @@ export async function versionHistory(tx: ScopedTransaction, factId: string): Pro
      select ${factColumns}, c.depth from chain c join facts f on f.id = c.id order by c.depth`,
     [factId],
   );
-  return rows.map((row) => ({ fact: toFact(row), relation: row.depth < 0 ? 'earlier' : row.depth > 0 ? 'later' : 'this' }));
+  const facts = rows.map((row) => ({ fact: toFact(row), depth: row.depth }));
+  const recordedBy = (fact: Fact) => fact.restates ?? fact.id;
+  const events = await tx.query<{ target_id: string; id: string; action: string; actor_kind: string; actor_id: string | null; occurred_at: Date }>(
+    `select distinct on (e.target_id) e.target_id, e.id, e.action, e.actor_kind, e.actor_id, e.occurred_at
+     from memory_events e where e.target_kind = 'fact' and e.target_id = any($1::text[])
+     order by e.target_id, e.seq`,
+    [facts.map(({ fact }) => recordedBy(fact))],
+  );
+  const byTarget = new Map(events.rows.map((row) => [row.target_id, { id: row.id, action: row.action, actorKind: row.actor_kind, actorId: row.actor_id, occurredAt: row.occurred_at }]));
+  return facts.map(({ fact, depth }) => ({
+    fact,
+    relation: depth < 0 ? 'earlier' : depth > 0 ? 'later' : 'this',
+    event: byTarget.get(recordedBy(fact)) ?? null,
+  }));
 }
 
 /** Every row of a fact's chain: each version before and after it, and every restatement of them. */

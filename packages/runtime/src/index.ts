@@ -1,4 +1,4 @@
-import type { Config, Logger } from '@roster/config';
+import type { Config, InstallationKey, Logger } from '@roster/config';
 import { createCore, type Agent, type Core, type Engine } from '@roster/core';
 import type { Database } from '@roster/db';
 import { createEngine, createOfflineEngine } from '@roster/engines';
@@ -17,6 +17,11 @@ export interface Runtime {
   memory: Memory;
   core: Core;
   engineFor(agent: Agent): Engine;
+  /**
+   * Refuse an engine reference that cannot be made (an unknown form, a missing
+   * key, a remote engine under PRIVACY=strict) before an agent is given it.
+   */
+  checkEngine(reference: string, agentName?: string): Engine;
   /** The engine that judges mirror replays: ROSTER_JUDGE_ENGINE, or the agent's own. */
   judgeFor(agent: Agent): Engine;
 }
@@ -24,6 +29,8 @@ export interface Runtime {
 export interface RuntimeOptions {
   config: RuntimeConfig;
   database: Database;
+  /** The installation key (loadInstallationKey): memory keys tombstones and the audit chain with it. */
+  key: InstallationKey;
   logger?: Logger;
   /** Engines by agent, for tests and embedders of Roster in other programs; the configured ones otherwise. */
   engineFor?: (agent: Agent) => Engine;
@@ -49,7 +56,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   if (config.PRIVACY === 'strict' && !embedder.local) {
     throw new RosterError('privacy_strict', `PRIVACY=strict keeps memory on this machine, but ROSTER_EMBEDDER=${config.ROSTER_EMBEDDER} is remote. Use hashing or a local Ollama.`);
   }
-  const memory = createMemory({ database: options.database, embedder });
+  const memory = createMemory({ database: options.database, embedder, key: options.key });
   await memory.prepare();
   const engines = new Map<string, Engine>();
   const engineFor =
@@ -90,5 +97,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     return judge;
   };
   const core = createCore({ database: options.database, memory, engineFor, ...(options.logger === undefined ? {} : { logger: options.logger }) });
-  return { embedder, memory, core, engineFor, judgeFor };
+  const checkEngine = (reference: string, agentName = 'check'): Engine =>
+    engineFor({ id: 'check', name: agentName, job: 'check', instructions: '', engine: reference, status: 'active', createdAt: new Date(0) });
+  return { embedder, memory, core, engineFor, judgeFor, checkEngine };
 }

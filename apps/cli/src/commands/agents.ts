@@ -11,7 +11,7 @@ export async function runAgentAdd(args: string[], io: CommandIo): Promise<number
   try {
     const engine = typeof values.engine === 'string' ? values.engine : config.ROSTER_ENGINE;
     // Refuse an engine that cannot be made (unknown form, missing key) before storing the agent.
-    roster.engineFor({ id: 'check', name: values.name, job: values.job, instructions: '', engine, status: 'active', createdAt: new Date() });
+    roster.checkEngine(engine, values.name);
     const agent = await roster.core.directory.addAgent({
       name: values.name,
       job: values.job,

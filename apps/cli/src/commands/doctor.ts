@@ -1,6 +1,6 @@
-import { isLoopbackUrl, redactUrl, type Config } from '@roster/config';
+import { redactUrl, type Config } from '@roster/config';
 import { compareVersions, loadMigrations, minimumPgvector, openDatabase, type Database } from '@roster/db';
-import { RosterError } from '@roster/errors';
+import { checkModelReference } from '@roster/engines';
 import { checkChannels } from '@roster/gateway';
 import { noJudgeNotice } from '@roster/jobs';
 import { redisStatus } from '@roster/redis';
@@ -149,50 +149,5 @@ async function judgeCheck(config: Config): Promise<Check> {
 
 /** An engine or embedder reference, checked for what it needs: a key, or a server that answers. */
 async function modelCheck(name: string, reference: string, config: Config): Promise<Check> {
-  const [provider, rest = ''] = splitOnce(reference, ':');
-  const ollamaUrl = config.OLLAMA_URL ?? 'http://127.0.0.1:11434';
-  const local =
-    provider === 'offline' ||
-    provider === 'hashing' ||
-    (provider === 'ollama' && isLoopbackUrl(ollamaUrl)) ||
-    (provider === 'openai-compatible' && isLoopbackUrl(splitOnce(rest, '#')[0] ?? ''));
-  if (config.PRIVACY === 'strict' && !local) {
-    return { name, status: 'fail', detail: `${reference} sends memory off this machine, which PRIVACY=strict forbids: use a local one` };
-  }
-  switch (provider) {
-    case 'offline':
-      return { name, status: 'ok', detail: 'offline (a rule engine, not a language model; no key needed)' };
-    case 'hashing':
-      return { name, status: 'ok', detail: 'hashing (local feature hashing; no model needed)' };
-    case 'openai':
-      return config.OPENAI_API_KEY === undefined
-        ? { name, status: 'fail', detail: `${reference} needs OPENAI_API_KEY` }
-        : { name, status: 'ok', detail: `${reference} (key set)` };
-    case 'anthropic':
-      return config.ANTHROPIC_API_KEY === undefined
-        ? { name, status: 'fail', detail: `${reference} needs ANTHROPIC_API_KEY` }
-        : { name, status: 'ok', detail: `${reference} (key set)` };
-    case 'ollama':
-      return reachable(name, reference, `${ollamaUrl.replace(/\/+$/, '')}/api/tags`);
-    case 'openai-compatible': {
-      const [baseUrl = ''] = splitOnce(rest, '#');
-      return reachable(name, reference, `${baseUrl.replace(/\/$/, '')}/models`);
-    }
-    default:
-      throw new RosterError('engine_unknown', `Unknown ${name} ${reference}.`);
-  }
-}
-
-async function reachable(name: string, reference: string, url: string): Promise<Check> {
-  try {
-    const response = await fetch(url, { signal: AbortSignal.timeout(2000) });
-    return { name, status: 'ok', detail: `${reference} (answered ${response.status})` };
-  } catch (error) {
-    return { name, status: 'fail', detail: `${reference}: ${redactUrl(url)} does not answer (${(error as Error).message})` };
-  }
-}
-
-function splitOnce(text: string, separator: string): [string, string | undefined] {
-  const index = text.indexOf(separator);
-  return index === -1 ? [text, undefined] : [text.slice(0, index), text.slice(index + 1)];
+  return { name, ...(await checkModelReference(reference, config)) };
 }

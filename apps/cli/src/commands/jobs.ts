@@ -93,7 +93,7 @@ export async function runApprovals(args: string[], io: CommandIo): Promise<numbe
     if (positionals.length !== 1 || typeof values.as !== 'string') throw new UsageError(`roster approvals ${action} ID --as PERSON: a person decides, by name.`);
     const person = await roster.core.directory.personByName(values.as);
     if (action === 'approve') {
-      const lesson = await approveLesson(database, positionals[0]!, { kind: 'person', personId: person.id });
+      const lesson = await approveLesson(database, roster.memory.audit, positionals[0]!, { kind: 'person', personId: person.id });
       io.out(`Approved by ${person.name}: lesson ${lesson.id} (version ${lesson.version}) now rides in every prompt of its agent.`);
     } else {
       await rejectApproval(database, positionals[0]!, { kind: 'person', personId: person.id });
@@ -123,7 +123,7 @@ export async function runLessons(args: string[], io: CommandIo): Promise<number>
     if (action !== 'retire') throw new UsageError('roster lessons list --agent N | retire ID --as PERSON --reason "…"');
     if (positionals.length !== 1 || typeof values.as !== 'string' || typeof values.reason !== 'string') throw new UsageError('roster lessons retire ID --as PERSON --reason "…"');
     const person = await roster.core.directory.personByName(values.as);
-    await retireLesson(database, positionals[0]!, values.reason, { kind: 'person', personId: person.id });
+    await retireLesson(database, roster.memory.audit, positionals[0]!, values.reason, { kind: 'person', personId: person.id });
     io.out(`Retired by ${person.name}; the same text will not be promoted again.`);
     return exitCode.ok;
   } finally {

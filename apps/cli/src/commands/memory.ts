@@ -1,7 +1,7 @@
-import type { Person } from '@roster/core';
+import { readMemoryView } from '@roster/core';
 import type { Scope } from '@roster/db';
 import type { Fact } from '@roster/memory';
-import { RosterError, UsageError } from '@roster/errors';
+import { UsageError } from '@roster/errors';
 import type { CommandIo } from '../io.js';
 import { exitCode } from '../io.js';
 import { parseCommand } from '../parse.js';
@@ -12,15 +12,7 @@ const owner = { actor: { kind: 'owner' as const, id: 'cli' }, channel: 'cli' };
 /** The scope a fact lives in, found by the owner's tool; an id of another agent is not found. */
 async function scopeOfFact(context: Awaited<ReturnType<typeof openRoster>>, agentName: string, factId: string): Promise<Scope> {
   const agent = await context.roster.core.directory.agentByName(agentName);
-  const personId = await context.database.adminScope('owner: find the scope of a fact', async (tx) => {
-    const { rows } = await tx.query<{ person_id: string | null }>(
-      `select person_id from facts where id::text = $1 and agent_id = $2`,
-      [factId, agent.id],
-    );
-    if (rows[0] === undefined) throw new RosterError('fact_not_found', `${agent.name} has no fact ${factId}.`);
-    return rows[0].person_id;
-  });
-  return personId === null ? { agentId: agent.id, personId: null, audience: 'agent' } : { agentId: agent.id, personId, audience: 'private' };
+  return context.roster.memory.scopeOf(agent.id, factId);
 }
 
 /** A fact as `memory list --json` prints it. */
@@ -85,13 +77,10 @@ export async function runMemoryList(args: string[], io: CommandIo): Promise<numb
       else printFacts(io, facts, '');
       return exitCode.ok;
     }
-    const agentWide = await read({ agentId: agent.id, personId: null, audience: 'agent' });
-    const people: Array<{ person: Person; facts: Fact[] }> = [];
-    for (const person of await directory.listPeople()) {
-      // A person's scope also reads the agent-wide facts, listed once above.
-      const facts = (await read({ agentId: agent.id, personId: person.id, audience: 'private' })).filter((fact) => fact.audience === 'private');
-      if (facts.length > 0) people.push({ person, facts });
-    }
+    const { agentWide, people } = await readMemoryView({ directory, memory: context.roster.memory }, agent, {
+      ...(validAt === undefined ? {} : { validAt }),
+      ...(recordedAt === undefined ? {} : { recordedAt }),
+    });
     if (values.json === true) {
       io.out(JSON.stringify({ agent: agent.name, agentWide: agentWide.map(shown), people: people.map(({ person, facts }) => ({ person: person.name, role: person.role, facts: facts.map(shown) })) }));
       return exitCode.ok;

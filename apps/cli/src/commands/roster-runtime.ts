@@ -1,13 +1,14 @@
 import type { Person } from '@roster/core';
+import { RosterError } from '@roster/errors';
 import { createRuntime, type Runtime } from '@roster/runtime';
 import type { CommandIo } from '../io.js';
-import { openRuntime, type Runtime as ProcessRuntime } from '../runtime.js';
+import { openKeyedRuntime, type Runtime as ProcessRuntime } from '../runtime.js';
 
 /** Open the database (migrated) and wire memory, engines and the core. */
 export async function openRoster(io: CommandIo): Promise<ProcessRuntime & { roster: Runtime }> {
-  const base = await openRuntime(io);
+  const base = await openKeyedRuntime(io);
   try {
-    const roster = await createRuntime({ config: base.config, database: base.database, logger: base.logger });
+    const roster = await createRuntime({ config: base.config, database: base.database, logger: base.logger, key: base.key });
     return { ...base, roster };
   } catch (error) {
     await base.database.close();
@@ -23,5 +24,5 @@ export async function openRoster(io: CommandIo): Promise<ProcessRuntime & { rost
 export async function resolvePerson(roster: Runtime, name: string | undefined): Promise<Person> {
   const directory = roster.core.directory;
   if (name !== undefined) return directory.personByName(name);
-  return (await directory.firstOwner()) ?? (await directory.addPerson({ name: 'owner', role: 'owner' }));
+  return (await directory.ensureFirstOwner()).person;
 }

@@ -2,12 +2,12 @@ import { startGateway } from '@roster/gateway';
 import { connectionFromUrl, createQueues, type QueueSet } from '@roster/jobs';
 import { ensureRedis } from '@roster/redis';
 import { createRuntime } from '@roster/runtime';
-import { createServer, listen } from '@roster/server';
+import { createLoginLink, createServer, exposureWarning, listen, loginLinkLifetimeMs, loginLinkUrl } from '@roster/server';
 import { startWorker } from '@roster/worker';
 import type { CommandIo } from '../io.js';
 import { exitCode } from '../io.js';
 import { parseCommand } from '../parse.js';
-import { openRuntime, stopAll } from '../runtime.js';
+import { openKeyedRuntime, stopAll } from '../runtime.js';
 
 export type Service = 'server' | 'worker' | 'gateway';
 
@@ -18,12 +18,12 @@ export type Service = 'server' | 'worker' | 'gateway';
  */
 export async function runServices(args: string[], io: CommandIo, services: readonly Service[], allowPrivateRedis: boolean): Promise<number> {
   parseCommand(args, {});
-  const { config, logger, database } = await openRuntime(io);
+  const { config, logger, database, key } = await openKeyedRuntime(io);
   const stops: Array<() => Promise<void>> = [() => database.close()];
   try {
     const redis = await ensureRedis({ url: config.REDIS_URL, dataDir: config.ROSTER_DATA_DIR, logger, allowPrivate: allowPrivateRedis });
     stops.push(() => redis.stop());
-    const runtime = await createRuntime({ config, database, logger });
+    const runtime = await createRuntime({ config, database, logger, key });
     // The server shows the queues in Bull Board; with a worker in this process, they are its own.
     let queues: QueueSet | undefined;
     if (services.includes('worker')) {
@@ -36,14 +36,24 @@ export async function runServices(args: string[], io: CommandIo, services: reado
       queues = own;
     }
     if (services.includes('gateway')) {
-      const gateway = await startGateway({ config, database, core: runtime.core, logger });
+      const gateway = await startGateway({ config, database, core: runtime.core, audit: runtime.memory.audit, logger });
       stops.push(() => gateway.stop());
     }
     if (services.includes('server')) {
-      const app = await createServer({ config, database, redisUrl: redis.url, logger, ...(queues === undefined ? {} : { queues: Object.values(queues.queues) }) });
+      const warning = exposureWarning(config);
+      if (warning !== null) io.err(warning);
+      const app = await createServer({ config, database, runtime, redisUrl: redis.url, logger, ...(queues === undefined ? {} : { queues: Object.values(queues.queues) }) });
       const address = await listen(app, config);
       stops.push(() => app.close());
       io.out(`Roster is running at ${address} (${database.kind} database${database.kind === 'embedded' ? ` in ${database.location}` : ''}${redis.private ? ', private Redis' : ''}). Press Ctrl+C to stop.`);
+      // The first start of an installation makes its owner and hands them the way in.
+      const { person, created } = await runtime.core.directory.ensureFirstOwner();
+      if (created) {
+        const link = await createLoginLink(database, person.id);
+        io.out(`Made the first owner, "${person.name}". Sign in within ${loginLinkLifetimeMs / 60_000} minutes (the link works once): ${loginLinkUrl(config, link.token)}`);
+      } else {
+        io.out('Sign in with a link from roster login-link.');
+      }
     } else {
       io.out(`Roster ${services.join(' + ')} is running. Press Ctrl+C to stop.`);
     }

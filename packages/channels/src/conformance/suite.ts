@@ -5,6 +5,7 @@
  * it imports vitest.
  */
 import { parseConfig } from '@roster/config';
+import { testInstallationKey } from '@roster/config/testing';
 import { pairingHint, type Agent, type Person } from '@roster/core';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
 import { createApprovalDesk, listLessons } from '@roster/jobs';
@@ -42,7 +43,7 @@ export function describeChannelConformance(name: string, harness: ChannelHarness
 
     beforeAll(async () => {
       const test = await openTestDatabase();
-      const roster = await createRuntime({ config: parseConfig({}), database: test.database });
+      const roster = await createRuntime({ config: parseConfig({}), database: test.database, key: testInstallationKey });
       const directory = roster.core.directory;
       const agents = {
         Scout: await directory.addAgent({ name: 'Scout', job: 'finds and checks sources' }),
@@ -341,7 +342,7 @@ export function describeChannelConformance(name: string, harness: ChannelHarness
         `insert into approvals (agent_id, text, proposed_by_kind, proposed_by) values ($1, $2, 'agent', 'Scout') returning id`,
         [fixture.agents.Scout.id, text],
       );
-      await serve({ approvals: createApprovalDesk(fixture.test.database, directory), approvalPollMs: 60_000 });
+      await serve({ approvals: createApprovalDesk(fixture.test.database, fixture.roster.memory.audit, directory), approvalPollMs: 60_000 });
       await until(() => sentTo(platform.dmChatId(owner)).length > 0, 'the approval to reach the owner');
       const pushed = sentTo(platform.dmChatId(owner));
       expect(pushed.map((message) => message.text).join('\n')).toContain(text);

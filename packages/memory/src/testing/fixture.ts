@@ -1,3 +1,4 @@
+import { testInstallationKey } from '@roster/config/testing';
 import type { Database, Scope } from '@roster/db';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
 import { createHashingEmbedder } from '../embedders/index.js';
@@ -42,7 +43,7 @@ export async function memoryFixture(): Promise<MemoryFixture> {
       people: { ada: id(people.rows, 'Ada'), bob: id(people.rows, 'Bob') },
     };
   });
-  const memory = createMemory({ database, embedder: createHashingEmbedder() });
+  const memory = createMemory({ database, embedder: createHashingEmbedder(), key: testInstallationKey });
   await memory.prepare();
   return {
     test,

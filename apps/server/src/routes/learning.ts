@@ -1,0 +1,203 @@
+import { approveLesson, canJudge, listApprovals, listLessons, mirrorReport, passRateByDay, rejectApproval, retireLesson, type Approval } from '@roster/jobs';
+import { z } from 'zod';
+import type { RouteContext } from '../context.js';
+import { nameParam, okSchema, uuidParam } from '../schemas.js';
+
+const evidenceSchema = z.object({
+  eventId: z.string().nullable(),
+  messageId: z.string().nullable(),
+  personId: z.string().nullable(),
+  kind: z.string(),
+  text: z.string().optional(),
+  paraphrased: z.boolean().optional(),
+});
+
+const approvalSchema = z.object({
+  id: z.uuid(),
+  agent: z.string(),
+  text: z.string(),
+  evidence: z.array(evidenceSchema),
+  proposedByKind: z.enum(['agent', 'job', 'person']),
+  proposedBy: z.string().nullable(),
+  status: z.enum(['pending', 'approved', 'rejected']),
+  createdAt: z.iso.datetime(),
+});
+
+/** One piece of evidence as stored (a review's learning event, or an agent's note), in the API's shape. */
+function showEvidence(entry: unknown): z.infer<typeof evidenceSchema> {
+  const item = (typeof entry === 'object' && entry !== null ? entry : {}) as Record<string, unknown>;
+  const text = (value: unknown) => (typeof value === 'string' ? value : null);
+  return {
+    eventId: text(item.eventId),
+    messageId: text(item.messageId),
+    personId: text(item.personId),
+    kind: text(item.kind) ?? (typeof item.note === 'string' ? 'note' : 'unknown'),
+    ...(typeof item.note === 'string' ? { text: item.note } : {}),
+    ...(item.paraphrased === true ? { paraphrased: true } : {}),
+  };
+}
+
+const lessonSchema = z.object({
+  id: z.uuid(),
+  text: z.string(),
+  status: z.enum(['active', 'retired']),
+  version: z.number().int(),
+  approvedBy: z.string(),
+  approvalId: z.string().nullable(),
+  evidence: z.array(evidenceSchema),
+});
+
+const runSchema = z.object({ verdict: z.string(), reason: z.string(), ranAt: z.iso.datetime(), lessonsShown: z.unknown() });
+const mirrorSchema = z.object({
+  agent: z.string(),
+  judged: z.boolean(),
+  learned: z.number().int(),
+  total: z.number().int(),
+  summary: z.string(),
+  cases: z.array(
+    z.object({
+      id: z.uuid(),
+      personId: z.string().nullable(),
+      text: z.string(),
+      status: z.enum(['active', 'graduated']),
+      streak: z.number().int(),
+      runs: z.number().int(),
+      lastRunAt: z.iso.datetime().nullable(),
+      graduatedAt: z.iso.datetime().nullable(),
+      nextCheckAt: z.iso.datetime().nullable(),
+      history: z.array(runSchema),
+    }),
+  ),
+  passRate: z.array(z.object({ date: z.iso.date(), passed: z.number().int(), failed: z.number().int() })),
+});
+
+const iso = (date: Date | null) => (date === null ? null : new Date(date).toISOString());
+
+/**
+ * The learning loop, the owner's: lessons agents proposed or review found
+ * wait for a person (only an owner decides), the lessons in force, and the
+ * mirror's measure of what was learned.
+ */
+export function learningRoutes({ routes, runtime, database }: RouteContext): void {
+  const { directory } = runtime.core;
+  const agentParams = z.object({ name: nameParam });
+
+  routes.add({
+    method: 'GET',
+    url: '/api/approvals',
+    summary: 'Lessons waiting for a person (status=all: decided ones too), with their whole text and evidence.',
+    access: 'owner',
+    query: z.object({ status: z.enum(['pending', 'all']).optional(), agent: nameParam.optional() }),
+    response: { status: 200, schema: z.object({ approvals: z.array(approvalSchema) }) },
+    errors: [404],
+    async handle({ query }) {
+      const agentId = query.agent === undefined ? undefined : (await directory.agentByName(query.agent)).id;
+      const approvals = await listApprovals(database, { ...(agentId === undefined ? {} : { agentId }), ...(query.status === 'all' ? {} : { status: 'pending' as const }) });
+      const agents = await directory.listAgents({ includeArchived: true });
+      const nameOf = (approval: Approval) => agents.find((agent) => agent.id === approval.agentId)?.name ?? approval.agentId;
+      return {
+        approvals: approvals.map((approval) => ({
+          id: approval.id,
+          agent: nameOf(approval),
+          text: approval.text,
+          evidence: approval.evidence.map(showEvidence),
+          proposedByKind: approval.proposedByKind,
+          proposedBy: approval.proposedBy,
+          status: approval.status,
+          createdAt: new Date(approval.createdAt).toISOString(),
+        })),
+      };
+    },
+  });
+
+  routes.add({
+    method: 'POST',
+    url: '/api/approvals/:id/approve',
+    summary: 'Approve a pending lesson: it rides in every later prompt of its agent.',
+    access: 'owner',
+    params: z.object({ id: uuidParam }),
+    response: { status: 200, schema: z.object({ lesson: lessonSchema }) },
+    errors: [404, 409],
+    async handle({ params, viewer }) {
+      const lesson = await approveLesson(database, runtime.memory.audit, params.id, { kind: 'person', personId: viewer.person.id });
+      return { lesson: { ...lesson, evidence: lesson.evidence.map(showEvidence) } };
+    },
+  });
+
+  routes.add({
+    method: 'POST',
+    url: '/api/approvals/:id/reject',
+    summary: 'Reject a pending lesson.',
+    access: 'owner',
+    params: z.object({ id: uuidParam }),
+    response: { status: 200, schema: okSchema },
+    errors: [404],
+    async handle({ params, viewer }) {
+      await rejectApproval(database, params.id, { kind: 'person', personId: viewer.person.id });
+      return { ok: true };
+    },
+  });
+
+  routes.add({
+    method: 'GET',
+    url: '/api/agents/:name/lessons',
+    summary: 'An agent’s lessons, active and retired.',
+    access: 'owner',
+    params: agentParams,
+    response: { status: 200, schema: z.object({ lessons: z.array(lessonSchema) }) },
+    errors: [404],
+    async handle({ params }) {
+      const agent = await directory.agentByName(params.name);
+      return { lessons: (await listLessons(database, agent.id)).map((lesson) => ({ ...lesson, evidence: lesson.evidence.map(showEvidence) })) };
+    },
+  });
+
+  routes.add({
+    method: 'POST',
+    url: '/api/lessons/:id/retire',
+    summary: 'Retire a lesson, saying why; its text cannot be promoted again.',
+    access: 'owner',
+    params: z.object({ id: uuidParam }),
+    body: z.object({ reason: z.string().trim().min(1).max(1000) }),
+    response: { status: 200, schema: okSchema },
+    errors: [404],
+    async handle({ params, body, viewer }) {
+      await retireLesson(database, runtime.memory.audit, params.id, body.reason, { kind: 'person', personId: viewer.person.id });
+      return { ok: true };
+    },
+  });
+
+  routes.add({
+    method: 'GET',
+    url: '/api/agents/:name/mirror',
+    summary: '“N of M corrections no longer repeated”: each case with its history, and the pass rate per day for a chart.',
+    access: 'owner',
+    params: agentParams,
+    response: { status: 200, schema: mirrorSchema },
+    errors: [404],
+    async handle({ params }) {
+      const agent = await directory.agentByName(params.name);
+      const report = await mirrorReport(database, agent.id, { judged: canJudge(runtime.judgeFor(agent)) });
+      return {
+        agent: agent.name,
+        judged: report.judged,
+        learned: report.learned,
+        total: report.total,
+        summary: report.summary,
+        cases: report.cases.map((item) => ({
+          id: item.id,
+          personId: item.personId,
+          text: item.text,
+          status: item.status,
+          streak: item.streak,
+          runs: item.runs,
+          lastRunAt: iso(item.lastRunAt),
+          graduatedAt: iso(item.graduatedAt),
+          nextCheckAt: iso(item.nextCheckAt),
+          history: item.history.map((run) => ({ verdict: run.verdict, reason: run.reason, ranAt: new Date(run.ranAt).toISOString(), lessonsShown: run.lessonsShown })),
+        })),
+        passRate: passRateByDay(report),
+      };
+    },
+  });
+}

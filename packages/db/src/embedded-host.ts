@@ -1,0 +1,84 @@
+/**
+ * The process that holds an embedded database folder and serves it to Roster
+ * commands. `node embedded-host.js <folder>`, started by the first command
+ * that needs the folder (see `embedded-share.ts`), detached from it: it takes
+ * the folder's lock, opens PGlite, listens on the Unix socket in the folder
+ * (owner-only), says `ready` (or why not) on its IPC channel, and then serves
+ * every command that connects. It leaves when nobody has been connected for
+ * `idleGraceMs`, so no command's end ever cuts off another's connection, and
+ * a command run right after the last one finds it still open.
+ */
+import fs from 'node:fs';
+import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+import { privateFileMode } from '@roster/config';
+import { RosterError } from '@roster/errors';
+import { embeddedSocketPath, type HostReport } from './embedded-share.js';
+import { openPglite } from './open.js';
+
+/** How long the host stays once its last connection has closed. */
+const idleGraceMs = 2_000;
+const idleCheckMs = 100;
+/** Far above what the Roster commands on one machine open (four connections each). */
+const maxConnections = 256;
+
+function report(message: HostReport): void {
+  process.send?.(message);
+}
+
+async function host(dataDir: string): Promise<void> {
+  let opened: Awaited<ReturnType<typeof openPglite>>;
+  try {
+    opened = await openPglite(dataDir);
+  } catch (error) {
+    const busy = RosterError.isInstance(error) && error.code === 'database_in_use';
+    report(busy ? { kind: 'busy' } : { kind: 'failed', message: (error as Error).message });
+    process.exitCode = 1;
+    return;
+  }
+  const socketPath = embeddedSocketPath(dataDir);
+  // A socket left by a host that died; this process holds the lock, so nobody else listens on it.
+  fs.rmSync(socketPath, { force: true });
+  const server = new PGLiteSocketServer({ db: opened.pglite, path: socketPath, maxConnections });
+  try {
+    await server.start();
+    fs.chmodSync(socketPath, privateFileMode);
+  } catch (error) {
+    await opened.release();
+    report({ kind: 'failed', message: `cannot serve it on ${socketPath}: ${(error as Error).message}` });
+    process.exitCode = 1;
+    return;
+  }
+  report({ kind: 'ready' });
+  if (process.connected) process.disconnect();
+
+  await new Promise<void>((resolve) => {
+    let lastBusy = Date.now();
+    server.addEventListener('connection', () => {
+      lastBusy = Date.now();
+    });
+    let stopping = false;
+    const stop = () => {
+      if (stopping) return;
+      stopping = true;
+      clearInterval(timer);
+      // Stopped in the same turn as the check: a connection accepted after it is refused, and its command connects again.
+      void server.stop().then(resolve, resolve);
+    };
+    const timer = setInterval(() => {
+      if (server.getStats().activeConnections > 0) lastBusy = Date.now();
+      else if (Date.now() - lastBusy >= idleGraceMs) stop();
+    }, idleCheckMs);
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
+  fs.rmSync(socketPath, { force: true });
+  await opened.release();
+}
+
+const dataDir = process.argv[2];
+if (dataDir === undefined || dataDir === '') {
+  report({ kind: 'failed', message: 'no folder given' });
+  process.exitCode = 2;
+} else {
+  await host(dataDir);
+}

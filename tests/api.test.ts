@@ -1,0 +1,481 @@
+import { randomUUID } from 'node:crypto';
+import type { Person } from '@roster/core';
+import { apiTokenPrefix, createLoginLink, csrfTokenFor, sessionCookie } from '@roster/server';
+import type { LightMyRequestResponse } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { startApiServer, type ApiServer, type Browser } from './support/api-server.js';
+
+/**
+ * The HTTP API through its public door: the real server (createServer) over
+ * the real runtime on a PGlite database, requests injected as a browser or a
+ * script would send them. Every answer is checked for a stack: none may
+ * carry one under the default configuration.
+ */
+let server: ApiServer;
+let ada: Person;
+let bob: Person;
+let owner: Browser;
+let member: Browser;
+const answers: LightMyRequestResponse[] = [];
+
+async function call(method: string, url: string, options: Parameters<ApiServer['request']>[2] = {}): Promise<LightMyRequestResponse> {
+  const response = await server.request(method, url, options);
+  answers.push(response);
+  return response;
+}
+
+function expectError(response: LightMyRequestResponse, status: number, code: string): void {
+  expect(response.statusCode, response.body).toBe(status);
+  const body = response.json() as { error: { code: string; message: string } };
+  expect(Object.keys(body)).toEqual(['error']);
+  expect(Object.keys(body.error).sort()).toEqual(['code', 'message']);
+  expect(body.error.code).toBe(code);
+  expect(body.error.message.length).toBeGreaterThan(0);
+}
+
+beforeAll(async () => {
+  server = await startApiServer();
+  const { directory } = server.runtime.core;
+  ada = await directory.addPerson({ name: 'Ada', role: 'owner' });
+  bob = await directory.addPerson({ name: 'Bob', role: 'member' });
+  await directory.addAgent({ name: 'Scout', job: 'finds things' });
+  owner = await server.signIn(ada);
+  member = await server.signIn(bob);
+});
+
+afterAll(async () => {
+  await server?.close();
+});
+
+/** Every route the document lists, with sample values for its path parameters. */
+async function documentedRoutes(): Promise<Array<{ method: string; url: string; access: 'public' | 'signed-in' }>> {
+  const document = (await call('GET', '/api/openapi.json', { as: owner })).json() as { paths: Record<string, Record<string, { security: unknown[] }>> };
+  return Object.entries(document.paths).flatMap(([path, operations]) =>
+    Object.entries(operations).map(([method, operation]) => ({
+      method: method.toUpperCase(),
+      url: path.replace('{name}', 'Nobody').replace('{id}', randomUUID()),
+      access: operation.security.length === 0 ? ('public' as const) : ('signed-in' as const),
+    })),
+  );
+}
+
+describe('the OpenAPI document', () => {
+  it('describes every route of the contract, generated from the same schemas that validate them', async () => {
+    const response = await call('GET', '/api/openapi.json', { as: owner });
+    expect(response.statusCode).toBe(200);
+    const document = response.json() as { openapi: string; paths: Record<string, Record<string, any>>; components: { schemas: Record<string, unknown> } };
+    expect(document.openapi).toBe('3.1.0');
+    const operations = Object.entries(document.paths).flatMap(([path, methods]) => Object.keys(methods).map((method) => `${method.toUpperCase()} ${path}`));
+    expect(operations.sort()).toEqual(
+      [
+        'POST /api/login',
+        'GET /api/me',
+        'POST /api/logout',
+        'POST /api/tokens',
+        'GET /api/tokens',
+        'DELETE /api/tokens/{id}',
+        'GET /api/agents',
+        'POST /api/agents',
+        'PATCH /api/agents/{name}',
+        'POST /api/agents/{name}/archive',
+        'POST /api/agents/{name}/restore',
+        'POST /api/agents/{name}/purge',
+        'GET /api/engines',
+        'POST /api/engines/test',
+        'POST /api/chat',
+        'GET /api/agents/{name}/memory',
+        'GET /api/agents/{name}/facts/{id}/history',
+        'POST /api/agents/{name}/facts/{id}/correct',
+        'POST /api/agents/{name}/facts/{id}/update',
+        'POST /api/agents/{name}/facts/{id}/confirm',
+        'POST /api/agents/{name}/facts/{id}/forget',
+        'GET /api/approvals',
+        'POST /api/approvals/{id}/approve',
+        'POST /api/approvals/{id}/reject',
+        'GET /api/agents/{name}/lessons',
+        'POST /api/lessons/{id}/retire',
+        'GET /api/agents/{name}/mirror',
+        'GET /api/people',
+        'POST /api/people',
+        'POST /api/people/{name}/link-code',
+        'GET /api/channels',
+        'GET /api/audit',
+        'POST /api/audit/verify',
+      ].sort(),
+    );
+    const addAgent = document.paths['/api/agents']!.post;
+    expect(addAgent.requestBody.content['application/json'].schema).toMatchObject({ type: 'object', required: expect.arrayContaining(['name', 'job']) });
+    expect(addAgent.responses['201'].content['application/json'].schema.properties).toHaveProperty('createdAt');
+    expect(addAgent.responses['400'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
+    expect(document.paths['/api/chat']!.post.responses['200'].content).toHaveProperty('text/event-stream');
+    expect(document.paths['/api/agents/{name}/memory']!.get.parameters.map((parameter: { name: string }) => parameter.name).sort()).toEqual(['name', 'person', 'recordedAt', 'validAt']);
+    expect(document.components.schemas).toHaveProperty('Error');
+  });
+});
+
+describe('every route needs a session or a token', () => {
+  it('answers 401 without one, on every route but login', async () => {
+    const routes = await documentedRoutes();
+    // Positive control: the list is the whole API, not an empty loop.
+    expect(routes.length).toBe(33);
+    expect(routes.filter((route) => route.access === 'public').map((route) => route.url)).toEqual(['/api/login']);
+    for (const route of routes.filter((candidate) => candidate.access === 'signed-in')) {
+      const response = await call(route.method, route.url, route.method === 'GET' ? {} : { body: {} });
+      expectError(response, 401, 'unauthenticated');
+    }
+    expectError(await call('GET', '/api/openapi.json'), 401, 'unauthenticated');
+    // A cookie that names no session, and a token that names none, are no one.
+    expectError(await call('GET', '/api/me', { headers: { cookie: `${sessionCookie}=${'x'.repeat(43)}` } }), 401, 'unauthenticated');
+    expectError(await call('GET', '/api/me', { as: { token: `${apiTokenPrefix}${'y'.repeat(43)}` } }), 401, 'unauthenticated');
+    // Positive control: the same route with a session answers.
+    expect((await call('GET', '/api/me', { as: owner })).statusCode).toBe(200);
+  });
+
+  it('refuses a change made with the session cookie but without its CSRF token, and takes it with the token', async () => {
+    const routes = (await documentedRoutes()).filter((route) => route.access === 'signed-in' && route.method !== 'GET');
+    expect(routes.length).toBe(20);
+    // A session of its own, since logging out (last) ends it.
+    const browser = await server.signIn(ada);
+    const last = (route: { url: string }) => (route.url === '/api/logout' ? 1 : 0);
+    for (const route of routes.sort((a, b) => last(a) - last(b))) {
+      expectError(await call(route.method, route.url, { as: browser, csrf: false, body: {} }), 403, 'csrf_failed');
+      expectError(await call(route.method, route.url, { as: browser, csrf: 'not-the-token', body: {} }), 403, 'csrf_failed');
+      // With the header, the request gets past the guard (to its own answer: done, invalid, not found…).
+      const passed = await call(route.method, route.url, { as: browser, body: {} });
+      expect([401, 403], `${route.method} ${route.url}: ${passed.body}`).not.toContain(passed.statusCode);
+    }
+    // Another session's token is not this one's.
+    expectError(await call('POST', '/api/people', { as: owner, csrf: member.csrfToken, body: { name: 'Cleo' } }), 403, 'csrf_failed');
+    const made = await call('POST', '/api/people', { as: owner, body: { name: 'Cleo' } });
+    expect(made.statusCode).toBe(201);
+    expect(made.json()).toMatchObject({ name: 'Cleo', role: 'member' });
+  });
+
+  it('lets a bearer token change things without a CSRF token, and stores only its hash', async () => {
+    const made = await call('POST', '/api/tokens', { as: owner, body: { name: 'script' } });
+    expect(made.statusCode).toBe(201);
+    const { id, token } = made.json() as { id: string; token: string };
+    expect(token).toMatch(/^rst_[A-Za-z0-9_-]{43}$/);
+    expect((await call('GET', '/api/me', { as: { token } })).json()).toMatchObject({ person: { name: 'Ada', role: 'owner' }, csrfToken: null });
+    const agent = await call('POST', '/api/agents', { as: { token }, body: { name: 'Tokened', job: 'made by a script' } });
+    expect(agent.statusCode).toBe(201);
+    const listed = (await call('GET', '/api/tokens', { as: owner })).json() as { tokens: Array<Record<string, unknown>> };
+    expect(listed.tokens.map((entry) => entry.name)).toContain('script');
+    expect(JSON.stringify(listed)).not.toContain(token);
+    const stored = await server.test.database.adminScope('test: read what is stored of tokens', async (tx) => (await tx.query<{ token_hash: string }>('select token_hash from api_tokens')).rows);
+    expect(stored.length).toBeGreaterThan(0);
+    expect(JSON.stringify(stored)).not.toContain(token.slice(apiTokenPrefix.length));
+    // Another person cannot revoke it; its person can, and then it opens nothing.
+    expectError(await call('DELETE', `/api/tokens/${id}`, { as: member }), 404, 'token_not_found');
+    expect((await call('DELETE', `/api/tokens/${id}`, { as: owner })).statusCode).toBe(200);
+    expectError(await call('GET', '/api/me', { as: { token } }), 401, 'unauthenticated');
+  });
+
+  it('keeps a member to their own part: agents to talk to, not the owner’s tools', async () => {
+    expect((await call('GET', '/api/agents', { as: member })).statusCode).toBe(200);
+    for (const [method, url] of [
+      ['POST', '/api/agents'],
+      ['GET', '/api/people'],
+      ['GET', '/api/approvals'],
+      ['GET', '/api/audit'],
+      ['GET', '/api/engines'],
+      ['GET', '/api/channels'],
+      ['GET', '/api/agents/Scout/mirror'],
+      ['GET', '/api/agents/Scout/lessons'],
+    ] as const) {
+      expectError(await call(method, url, { as: member, ...(method === 'POST' ? { body: { name: 'Nope', job: 'x' } } : {}) }), 403, 'owner_required');
+      // Positive control: the owner is let in.
+      const asOwner = await call(method, url, { as: owner, ...(method === 'POST' ? { body: { name: `Owned${answers.length}`, job: 'x' } } : {}) });
+      expect([200, 201], `${method} ${url}: ${asOwner.body}`).toContain(asOwner.statusCode);
+    }
+  });
+});
+
+describe('sign-in', () => {
+  it('opens a session once per login link, with an HttpOnly, SameSite=Strict cookie', async () => {
+    const { token } = await createLoginLink(server.test.database, bob.id);
+    const first = await call('POST', '/api/login', { body: { token } });
+    expect(first.statusCode).toBe(200);
+    const cookie = String(first.headers['set-cookie']);
+    expect(cookie).toMatch(new RegExp(`^${sessionCookie}=[A-Za-z0-9_-]{43}; Path=/; Max-Age=\\d+; HttpOnly; SameSite=Strict$`));
+    const body = first.json() as { person: Person; csrfToken: string };
+    expect(body.person).toEqual({ id: bob.id, name: 'Bob', role: 'member' });
+    expect(body.csrfToken).toBe(csrfTokenFor(cookie.split(';')[0]!.split('=')[1]!));
+    // The same link again: refused, and no cookie.
+    const again = await call('POST', '/api/login', { body: { token } });
+    expectError(again, 401, 'login_link_invalid');
+    expect(again.headers['set-cookie']).toBeUndefined();
+  });
+
+  it('refuses an expired link', async () => {
+    // A link made sixteen minutes ago: fifteen is its life.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(Date.now() - 16 * 60 * 1000);
+    const old = await createLoginLink(server.test.database, ada.id);
+    vi.useRealTimers();
+    expectError(await call('POST', '/api/login', { body: { token: old.token } }), 401, 'login_link_invalid');
+    // Positive control: one made now works.
+    const fresh = await createLoginLink(server.test.database, ada.id);
+    expect((await call('POST', '/api/login', { body: { token: fresh.token } })).statusCode).toBe(200);
+  });
+
+  it('ends the session on logout', async () => {
+    const browser = await server.signIn(bob);
+    expect((await call('GET', '/api/me', { as: browser })).statusCode).toBe(200);
+    const out = await call('POST', '/api/logout', { as: browser });
+    expect(out.statusCode).toBe(200);
+    expect(String(out.headers['set-cookie'])).toMatch(/Max-Age=0/);
+    expectError(await call('GET', '/api/me', { as: browser }), 401, 'unauthenticated');
+  });
+
+  it('waits out a source of many failed logins, and not another', async () => {
+    for (let attempt = 0; attempt < 10; attempt += 1) {
+      expectError(await call('POST', '/api/login', { body: { token: 'z'.repeat(43) }, remoteAddress: '192.0.2.44' }), 401, 'login_link_invalid');
+    }
+    const { token } = await createLoginLink(server.test.database, ada.id);
+    expectError(await call('POST', '/api/login', { body: { token }, remoteAddress: '192.0.2.44' }), 429, 'rate_limited');
+    expect((await call('POST', '/api/login', { body: { token }, remoteAddress: '192.0.2.45' })).statusCode).toBe(200);
+  });
+
+  it('marks the cookie Secure only when a trusted proxy says the request came over TLS', async () => {
+    const proxied = await startApiServer({ TRUST_PROXY: 'loopback' });
+    const direct = await startApiServer();
+    try {
+      for (const [target, secure] of [
+        [proxied, true],
+        [direct, false],
+      ] as const) {
+        const person = await target.runtime.core.directory.addPerson({ name: 'Ada', role: 'owner' });
+        const { token } = await createLoginLink(target.test.database, person.id);
+        const response = await target.request('POST', '/api/login', { body: { token }, headers: { 'x-forwarded-proto': 'https' }, remoteAddress: '127.0.0.1' });
+        expect(response.statusCode).toBe(200);
+        expect(String(response.headers['set-cookie']).endsWith('; Secure')).toBe(secure);
+      }
+    } finally {
+      await proxied.close();
+      await direct.close();
+    }
+  });
+});
+
+describe('the Host allow-list', () => {
+  it('refuses a host it does not answer to, even with a session, and answers its own names', async () => {
+    expectError(await call('GET', '/api/me', { as: owner, headers: { host: 'evil.example:8420' } }), 421, 'host_not_allowed');
+    expectError(await call('GET', '/', { headers: { host: 'evil.example' } }), 421, 'host_not_allowed');
+    for (const host of ['localhost:8420', '127.0.0.1:8420', '[::1]:8420', 'LOCALHOST']) {
+      expect((await call('GET', '/api/me', { as: owner, headers: { host } })).statusCode, host).toBe(200);
+    }
+    const named = await startApiServer({ ROSTER_ALLOWED_HOSTS: 'roster.example.com' });
+    try {
+      expect((await named.request('GET', '/', { headers: { host: 'roster.example.com' } })).statusCode).toBe(200);
+      expect((await named.request('GET', '/', { headers: { host: 'other.example.com' } })).statusCode).toBe(421);
+    } finally {
+      await named.close();
+    }
+  });
+});
+
+describe('memory', () => {
+  let adaFact: string;
+  let bobFact: string;
+
+  beforeAll(async () => {
+    const scout = await server.runtime.core.directory.agentByName('Scout');
+    const remember = (person: Person, content: string) =>
+      server.runtime.memory.remember({ agentId: scout.id, personId: person.id, audience: 'private' }, { content, provenance: { actor: { kind: 'person', id: person.id } } });
+    adaFact = (await remember(ada, 'my sister is called Lia')).fact.id;
+    bobFact = (await remember(bob, 'my cat is called Miso')).fact.id;
+  });
+
+  it('shows the owner every person’s group and a member only their own; another’s fact is not found', async () => {
+    const all = (await call('GET', '/api/agents/Scout/memory', { as: owner })).json() as { groups: Array<{ person: { name: string } | null; facts: Array<{ content: string }> }> };
+    expect(all.groups.map((group) => group.person?.name ?? null)).toEqual([null, 'Ada', 'Bob']);
+    expect(all.groups.find((group) => group.person?.name === 'Ada')?.facts.map((fact) => fact.content)).toEqual(['my sister is called Lia']);
+
+    const own = await call('GET', '/api/agents/Scout/memory?person=Ada', { as: member });
+    expect(own.statusCode).toBe(200);
+    expect(own.json()).toEqual({ groups: [{ person: { id: bob.id, name: 'Bob' }, facts: [expect.objectContaining({ id: bobFact, content: 'my cat is called Miso', trust: expect.any(String) })] }] });
+    expect(own.body).not.toContain('Lia');
+
+    // Another person's fact: 404, for reading and for changing, and it is untouched.
+    expectError(await call('GET', `/api/agents/Scout/facts/${adaFact}/history`, { as: member }), 404, 'fact_not_found');
+    expectError(await call('POST', `/api/agents/Scout/facts/${adaFact}/forget`, { as: member }), 404, 'fact_not_found');
+    expectError(await call('POST', `/api/agents/Scout/facts/${adaFact}/correct`, { as: member, body: { content: 'my sister is called Bea' } }), 404, 'fact_not_found');
+    const history = await call('GET', `/api/agents/Scout/facts/${adaFact}/history`, { as: owner });
+    expect(history.statusCode).toBe(200);
+    expect((history.json() as { versions: Array<{ fact: { content: string } }> }).versions.map((version) => version.fact.content)).toEqual(['my sister is called Lia']);
+    // Positive control: their own fact, the member reads and changes.
+    const mine = await call('GET', `/api/agents/Scout/facts/${bobFact}/history`, { as: member });
+    expect(mine.statusCode).toBe(200);
+    expect(mine.json()).toMatchObject({ versions: [{ relation: 'this', fact: { id: bobFact }, event: { action: 'remember', actorKind: 'person', actorId: bob.id } }] });
+  });
+
+  it('corrects, updates, confirms and forgets through memory itself, with the versions to show for it', async () => {
+    const corrected = await call('POST', `/api/agents/Scout/facts/${bobFact}/correct`, { as: member, body: { content: 'my cat is called Mochi' } });
+    expect(corrected.statusCode).toBe(200);
+    const { fact, retracted } = corrected.json() as { fact: { id: string; content: string }; retracted: { id: string; trust: string } };
+    expect(fact.content).toBe('my cat is called Mochi');
+    expect(retracted).toMatchObject({ id: bobFact, trust: 'retracted' });
+    // Only the current version changes.
+    expectError(await call('POST', `/api/agents/Scout/facts/${bobFact}/update`, { as: member, body: { content: 'my cat is called Tofu' } }), 409, 'fact_not_current');
+    expect((await call('POST', `/api/agents/Scout/facts/${fact.id}/confirm`, { as: member })).json()).toMatchObject({ fact: { id: fact.id, trust: 'verified' } });
+    const updated = await call('POST', `/api/agents/Scout/facts/${fact.id}/update`, { as: owner, body: { content: 'my cat is called Tofu' } });
+    expect(updated.statusCode).toBe(200);
+    const next = (updated.json() as { fact: { id: string } }).fact.id;
+    const versions = (await call('GET', `/api/agents/Scout/facts/${next}/history`, { as: member })).json() as { versions: Array<{ relation: string; fact: { content: string | null; trust: string }; event: { action: string } | null }> };
+    expect(versions.versions.map((version) => [version.relation, version.fact.content, version.event?.action])).toEqual([
+      ['earlier', 'my cat is called Miso', 'remember'],
+      ['earlier', 'my cat is called Mochi', 'correct'],
+      ['this', 'my cat is called Tofu', 'update'],
+    ]);
+    // Too long is 413, and nothing changed.
+    expectError(await call('POST', `/api/agents/Scout/facts/${next}/update`, { as: member, body: { content: 'x'.repeat(4001) } }), 413, 'memory_input_invalid');
+    const forgotten = await call('POST', `/api/agents/Scout/facts/${next}/forget`, { as: member });
+    expect(forgotten.statusCode).toBe(200);
+    expect(forgotten.json()).toMatchObject({ fact: { id: next, content: null, trust: 'forgotten' } });
+    const after = (await call('GET', `/api/agents/Scout/facts/${next}/history`, { as: owner })).json() as { versions: Array<{ fact: { content: string | null; trust: string } }> };
+    expect(after.versions.every((version) => version.fact.content === null && version.fact.trust === 'forgotten')).toBe(true);
+    expect(JSON.stringify(after)).not.toMatch(/Miso|Mochi|Tofu/);
+    expectError(await call('POST', `/api/agents/Scout/facts/${next}/forget`, { as: member }), 409, 'fact_state');
+  });
+
+  it('reads another moment with validAt and recordedAt, and refuses a malformed one', async () => {
+    const before = new Date(Date.now() - 60 * 60 * 1000).toISOString();
+    const then = (await call('GET', `/api/agents/Scout/memory?validAt=${encodeURIComponent(before)}`, { as: owner })).json() as { groups: Array<{ facts: unknown[] }> };
+    expect(then.groups.flatMap((group) => group.facts)).toEqual([]);
+    const now = (await call('GET', '/api/agents/Scout/memory', { as: owner })).json() as { groups: Array<{ facts: unknown[] }> };
+    expect(now.groups.flatMap((group) => group.facts).length).toBeGreaterThan(0);
+    const bad = await call('GET', '/api/agents/Scout/memory?validAt=yesterday', { as: owner });
+    expectError(bad, 400, 'invalid_request');
+    expect((bad.json() as { error: { message: string } }).error.message).toMatch(/^query\.validAt: /);
+  });
+});
+
+describe('agents, people, lessons and the audit', () => {
+  it('validates input and answers each kind of refusal with its status', async () => {
+    const missing = await call('POST', '/api/agents', { as: owner, body: { job: 'no name' } });
+    expectError(missing, 400, 'invalid_request');
+    expect((missing.json() as { error: { message: string } }).error.message).toMatch(/body\.name/);
+    expectError(await call('POST', '/api/agents', { as: owner, body: { name: '1bad', job: 'finds' } }), 400, 'invalid_input');
+    expectError(await call('POST', '/api/agents', { as: owner, body: { name: 'Scout', job: 'again' } }), 409, 'agent_exists');
+    expectError(await call('POST', '/api/agents', { as: owner, body: { name: 'Remote', job: 'x', engine: 'openai:gpt-4o-mini' } }), 400, 'engine_key_missing');
+    expectError(await call('PATCH', '/api/agents/Nobody', { as: owner, body: { job: 'x' } }), 404, 'agent_not_found');
+    expectError(await call('PATCH', '/api/agents/Scout', { as: owner, body: {} }), 400, 'invalid_request');
+    expectError(await call('GET', '/api/audit?limit=0', { as: owner }), 400, 'invalid_request');
+    expectError(await call('POST', '/api/people', { as: owner, body: { name: 'Bob' } }), 409, 'person_exists');
+    expectError(await call('POST', '/api/approvals/not-an-id/approve', { as: owner }), 400, 'invalid_request');
+    expectError(await call('POST', `/api/approvals/${randomUUID()}/approve`, { as: owner }), 404, 'approval_not_found');
+    const garbled = await server.app.inject({ method: 'POST', url: '/api/people', headers: { cookie: owner.cookie, 'x-csrf-token': owner.csrfToken, 'content-type': 'application/json' }, payload: '{"name":' });
+    expectError(garbled, 400, 'invalid_json');
+    const huge = await call('POST', '/api/people', { as: owner, body: { name: 'x'.repeat(100_000) } });
+    expectError(huge, 413, 'too_long');
+  });
+
+  it('adds, changes, archives, restores and purges agents', async () => {
+    const added = await call('POST', '/api/agents', { as: owner, body: { name: 'Zoë', job: 'keeps notes' } });
+    expect(added.statusCode).toBe(201);
+    expect(added.json()).toMatchObject({ name: 'Zoë', job: 'keeps notes', engine: 'offline', status: 'active' });
+    expect((await call('PATCH', '/api/agents/zoë', { as: owner, body: { name: 'Zoe', job: 'keeps short notes' } })).json()).toMatchObject({ name: 'Zoe', job: 'keeps short notes' });
+    expect((await call('POST', '/api/agents/Zoe/archive', { as: owner })).json()).toMatchObject({ status: 'archived' });
+    const listed = (await call('GET', '/api/agents?all=true', { as: owner })).json() as { agents: Array<{ name: string; status: string }> };
+    expect(listed.agents.find((agent) => agent.name === 'Zoe')?.status).toBe('archived');
+    expect(((await call('GET', '/api/agents', { as: owner })).json() as { agents: Array<{ name: string }> }).agents.map((agent) => agent.name)).not.toContain('Zoe');
+    expectError(await call('POST', '/api/agents/Zoe/purge', { as: owner, body: { confirm: 'zoe' } }), 400, 'purge_unconfirmed');
+    expect((await call('POST', '/api/agents/Zoe/restore', { as: owner })).json()).toMatchObject({ status: 'active' });
+    expectError(await call('POST', '/api/agents/Zoe/restore', { as: owner }), 409, 'agent_active');
+    await call('POST', '/api/agents/Zoe/archive', { as: owner });
+    expect((await call('POST', '/api/agents/Zoe/purge', { as: owner, body: { confirm: 'Zoe' } })).json()).toMatchObject({ facts: 0 });
+    expectError(await call('POST', '/api/agents/Zoe/archive', { as: owner }), 404, 'agent_not_found');
+  });
+
+  it('lists people with their handles, makes link codes, and reports engines and channels', async () => {
+    await server.runtime.core.directory.linkIdentity(bob.id, 'telegram', '4242', 'bob_t');
+    const people = (await call('GET', '/api/people', { as: owner })).json() as { people: Array<{ name: string; identities: unknown[] }> };
+    expect(people.people.find((person) => person.name === 'Bob')?.identities).toEqual([{ channel: 'telegram', externalId: '4242', displayName: 'bob_t' }]);
+    const code = await call('POST', '/api/people/Bob/link-code', { as: owner });
+    expect(code.statusCode).toBe(201);
+    expect(code.json()).toMatchObject({ code: expect.stringMatching(/^[A-Z2-9]{8}$/) });
+    expectError(await call('POST', '/api/people/Nobody/link-code', { as: owner }), 404, 'person_not_found');
+    const engines = (await call('GET', '/api/engines', { as: owner })).json() as { engines: Array<{ reference: string; configured: boolean }> };
+    expect(engines.engines.find((engine) => engine.reference === 'offline')).toMatchObject({ configured: true });
+    expect((await call('POST', '/api/engines/test', { as: owner, body: { engine: 'offline' } })).json()).toMatchObject({ ok: true, detail: expect.stringMatching(/^answered: /) });
+    expect((await call('POST', '/api/engines/test', { as: owner, body: { engine: 'anthropic:claude-x' } })).json()).toEqual({ ok: false, detail: 'anthropic:claude-x needs ANTHROPIC_API_KEY' });
+    const channels = (await call('GET', '/api/channels', { as: owner })).json() as { channels: Array<{ channel: string; configured: boolean }> };
+    expect(channels.channels.map((channel) => channel.channel)).toContain('telegram');
+    expect(channels.channels.every((channel) => channel.configured === false)).toBe(true);
+  });
+
+  it('lets only an owner decide on a lesson, once', async () => {
+    const scout = await server.runtime.core.directory.agentByName('Scout');
+    const approvalId = await server.test.database.adminScope('test: an agent proposes a lesson', async (tx) => {
+      const { rows } = await tx.query<{ id: string }>(
+        `insert into approvals (agent_id, person_id, text, evidence, proposed_by_kind, proposed_by) values ($1, $2, $3, $4, 'agent', 'Scout') returning id`,
+        [scout.id, ada.id, 'Always cite the source of a claim in the answer.', JSON.stringify([{ note: 'Ada asked for sources', messageId: randomUUID() }])],
+      );
+      return rows[0]!.id;
+    });
+    const pending = (await call('GET', '/api/approvals?agent=Scout', { as: owner })).json() as { approvals: Array<Record<string, unknown>> };
+    expect(pending.approvals).toEqual([
+      expect.objectContaining({ id: approvalId, agent: 'Scout', status: 'pending', proposedByKind: 'agent', evidence: [expect.objectContaining({ kind: 'note', text: 'Ada asked for sources' })] }),
+    ]);
+    expectError(await call('POST', `/api/approvals/${approvalId}/approve`, { as: member }), 403, 'owner_required');
+    const approved = await call('POST', `/api/approvals/${approvalId}/approve`, { as: owner });
+    expect(approved.statusCode).toBe(200);
+    const lessonId = (approved.json() as { lesson: { id: string } }).lesson.id;
+    expectError(await call('POST', `/api/approvals/${approvalId}/approve`, { as: owner }), 409, 'approval_decided');
+    expect(((await call('GET', '/api/agents/Scout/lessons', { as: owner })).json() as { lessons: Array<{ id: string; status: string }> }).lessons).toEqual([
+      expect.objectContaining({ id: lessonId, status: 'active' }),
+    ]);
+    expectError(await call('POST', `/api/lessons/${lessonId}/retire`, { as: owner, body: { reason: ' ' } }), 400, 'invalid_request');
+    expect((await call('POST', `/api/lessons/${lessonId}/retire`, { as: owner, body: { reason: 'too strict' } })).statusCode).toBe(200);
+    expectError(await call('POST', `/api/lessons/${lessonId}/retire`, { as: owner, body: { reason: 'again' } }), 404, 'lesson_not_found');
+    const mirror = (await call('GET', '/api/agents/Scout/mirror', { as: owner })).json() as Record<string, unknown>;
+    expect(mirror).toMatchObject({ agent: 'Scout', total: 0, learned: 0, passRate: [] });
+  });
+
+  it('lists audit events without content and verifies the chains', async () => {
+    const events = (await call('GET', '/api/audit?agent=Scout&limit=5', { as: owner })).json() as { events: Array<{ agent: string; action: string }> };
+    expect(events.events.length).toBe(5);
+    expect(events.events.every((event) => event.agent === 'Scout')).toBe(true);
+    const forgets = (await call('GET', '/api/audit?action=forget', { as: owner })).json() as { events: Array<{ action: string }> };
+    expect(forgets.events.length).toBeGreaterThan(0);
+    expect(forgets.events.every((event) => event.action === 'forget')).toBe(true);
+    expect(JSON.stringify(events)).not.toMatch(/Lia|Miso/);
+    const verified = await call('POST', '/api/audit/verify', { as: owner, body: { agent: 'Scout' } });
+    expect(verified.json()).toMatchObject({ ok: true, chains: [{ agent: 'Scout', ok: true, broken: null }] });
+    expectError(await call('POST', '/api/audit/verify', { as: owner, body: { agent: 'Nobody' } }), 404, 'agent_not_found');
+  });
+});
+
+describe('errors', () => {
+  it('never carries a stack by default, even when the server fails; NODE_ENV=development shows it', async () => {
+    for (const [env, stack] of [
+      [{}, false],
+      [{ NODE_ENV: 'development' }, true],
+    ] as const) {
+      const target = await startApiServer(env);
+      const person = await target.runtime.core.directory.addPerson({ name: 'Ada', role: 'owner' });
+      const browser = await target.signIn(person);
+      expect((await target.request('GET', '/api/agents', { as: browser })).statusCode).toBe(200);
+      // The database goes away under the running server: a fault, not a refusal.
+      await target.test.database.close();
+      const failed = await target.request('GET', '/api/agents', { as: browser });
+      expect(failed.statusCode).toBe(500);
+      const body = failed.json() as { error: { code: string; message: string; stack?: string } };
+      expect(body.error.code).toBe('internal');
+      expect(body.error.message).toBe('The server failed to answer; see its log.');
+      if (stack) expect(body.error.stack).toMatch(/database was closed[\s\S]*\n\s+at /);
+      else expect(body.error).not.toHaveProperty('stack');
+      // The same from another route that reads the database.
+      const people = await target.request('GET', '/api/people', { as: browser });
+      expect(people.statusCode).toBe(500);
+      expect(Object.keys((people.json() as { error: object }).error).sort()).toEqual(stack ? ['code', 'message', 'stack'] : ['code', 'message']);
+      await target.close();
+    }
+  });
+
+  it('answered no stack anywhere in this file', () => {
+    expect(answers.length).toBeGreaterThan(100);
+    expect(answers.filter((answer) => answer.body.includes('"stack"') || /\n\s+at /.test(answer.body))).toEqual([]);
+  });
+});

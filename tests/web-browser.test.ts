@@ -1,0 +1,351 @@
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { mirrorReport } from '@roster/jobs';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startFakeOpenAi } from './support/fake-openai.js';
+import { chromiumLaunch, startWebRoster, type WebRoster } from './support/web-roster.js';
+
+/** Screenshots of every page, kept for a person to look at (gitignored). */
+const artifacts = fileURLToPath(new URL('./artifacts/', import.meta.url));
+
+let roster: WebRoster;
+let browser: Browser;
+let fake: Awaited<ReturnType<typeof startFakeOpenAi>>;
+/** Every console error and uncaught exception of any page, with the address it happened on. */
+const problems: string[] = [];
+
+beforeAll(async () => {
+  fs.mkdirSync(artifacts, { recursive: true });
+  // The judge of mirror replays is a language model across the network: a local fake that passes every replay.
+  fake = await startFakeOpenAi(() => ({ text: '{"verdict": "pass", "reason": "the reply keeps the correction"}' }));
+  roster = await startWebRoster({ ROSTER_JUDGE_ENGINE: fake.engine });
+  browser = await chromium.launch(chromiumLaunch);
+}, 120_000);
+
+beforeEach(() => {
+  problems.length = 0;
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await roster?.cleanup();
+  await fake?.close();
+});
+
+function watch(page: Page): Page {
+  page.on('console', (message) => {
+    if (message.type() === 'error') problems.push(`${page.url()}: console error: ${message.text()}`);
+  });
+  page.on('pageerror', (error) => problems.push(`${page.url()}: ${error.message}`));
+  return page;
+}
+
+async function shot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: `${artifacts}${name}.png`, fullPage: true });
+}
+
+/** Go to a page through the navigation, as a person would. */
+async function open(page: Page, link: string, heading: string): Promise<void> {
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: link, exact: true }).click();
+  await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe(heading);
+  await page.locator('.loading').first().waitFor({ state: 'detached' });
+}
+
+/** Every form control has a name a screen reader says: its label, or an aria-label. */
+async function unlabelledControls(page: Page): Promise<string[]> {
+  return page.evaluate(() =>
+    [...document.querySelectorAll('input, select, textarea')]
+      .filter((control) => (control as HTMLInputElement).labels?.length === 0 && !control.hasAttribute('aria-label') && !control.hasAttribute('aria-labelledby'))
+      .map((control) => control.outerHTML),
+  );
+}
+
+async function say(page: Page, words: string): Promise<void> {
+  const before = await page.locator('li.turn.theirs').count();
+  await page.getByLabel('Message', { exact: true }).fill(words);
+  await page.getByLabel('Message', { exact: true }).press('Enter');
+  // The reply is done when its disclosure of memories and tools is there.
+  await page.locator('li.turn.theirs').nth(before).locator('details.used').waitFor();
+}
+
+describe('the web page in a browser', () => {
+  it('signs in from the one-time link, creates an agent, chats, shows and forgets a fact, approves a lesson, and shows the mirror', async () => {
+    const page = watch(await browser.newPage({ viewport: { width: 1280, height: 900 } }));
+
+    // Sign in: the token rides in the fragment and leaves the address bar at once.
+    await page.goto(await roster.loginLink());
+    await expect.poll(() => new URL(page.url()).pathname).toBe('/agents');
+    expect(page.url()).not.toContain('#');
+    await expect.poll(() => page.locator('header').textContent()).toContain('Ada (owner)');
+    // Landmarks.
+    expect(await page.locator('header').count()).toBe(1);
+    expect(await page.getByRole('navigation', { name: 'Main' }).count()).toBe(1);
+    expect(await page.getByRole('main').count()).toBe(1);
+    // A reload lands on the same page (the server answers its address with the shell); the skip link is the first stop of Tab.
+    await page.reload();
+    await page.getByRole('heading', { level: 2, name: 'Your agents' }).waitFor();
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+
+    // Create an agent, with the engine chosen from the list and tested first.
+    await page.getByLabel('Name', { exact: true }).fill('Scout');
+    await page.getByLabel('Job', { exact: true }).fill('Plans trips and remembers the details.');
+    expect(await page.getByLabel('Engine', { exact: true }).inputValue()).toBe('offline');
+    await page.getByRole('button', { name: 'Test engine' }).click();
+    await expect.poll(() => page.locator('.engine .outcome').textContent()).toMatch(/^Works/);
+    await page.getByRole('button', { name: 'Create agent' }).click();
+    const card = page.locator('li.card[data-agent="Scout"]');
+    await card.waitFor();
+    expect(await card.textContent()).toContain('Plans trips and remembers the details.');
+    expect(await unlabelledControls(page)).toEqual([]);
+    await shot(page, 'agents');
+
+    // Chat: the reply streams in, with what it used behind a disclosure.
+    await card.getByRole('link', { name: 'Chat with Scout' }).click();
+    await page.getByLabel('Message', { exact: true }).waitFor();
+    await say(page, 'remember that my locker code is at the blue door');
+    const reply = page.locator('li.turn.theirs').last();
+    expect(await reply.locator('p').first().textContent()).toBe('Noted: my locker code is at the blue door');
+    await reply.locator('details.used summary').click();
+    expect(await reply.locator('details.used').textContent()).toContain('remember');
+    // Two statements of one preference (a lesson to review), and a correction (a mirror case).
+    await say(page, 'from now on, give me prices in euros first');
+    await say(page, 'next time give me prices in euros first');
+    await say(page, "that's wrong, the 5pm train is the 17:00 one");
+    expect(await unlabelledControls(page)).toEqual([]);
+    await shot(page, 'chat');
+
+    // Memory: the fact, with its provenance.
+    await open(page, 'Memory', 'Memory');
+    const fact = page.locator('li.fact', { hasText: 'my locker code is at the blue door' });
+    await fact.waitFor();
+    const provenance = await fact.locator('.provenance').textContent();
+    expect(provenance).toContain('told by Ada');
+    expect(provenance).toContain('on web');
+    expect(provenance).toContain('remember');
+    expect(await unlabelledControls(page)).toEqual([]);
+    await shot(page, 'memory');
+
+    // What was true yesterday: not yet this fact; today (the positive control): it is.
+    const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toLocaleDateString('en-CA');
+    await page.getByLabel('What was true on', { exact: true }).fill(day(-1));
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.locator('.memory .empty').waitFor();
+    expect(await page.locator('li.fact', { hasText: 'blue door' }).count()).toBe(0);
+    await page.getByLabel('What was true on', { exact: true }).fill(day(0));
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.locator('li.fact', { hasText: 'blue door' }).waitFor();
+    await page.getByRole('link', { name: 'Now' }).click();
+
+    // Forget it: a tombstone, and its words nowhere on the page.
+    const forgetting = page.locator('li.fact', { hasText: 'my locker code is at the blue door' });
+    await forgetting.getByRole('button', { name: 'History' }).click();
+    await forgetting.locator('.timeline li.version').first().waitFor();
+    expect(await page.content()).toContain('blue door');
+    await forgetting.getByRole('button', { name: 'Forget…' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Forget', exact: true }).click();
+    await page.locator('.timeline li.version.tombstoned').waitFor();
+    expect(await page.locator('.tombstone').count()).toBeGreaterThan(0);
+    const afterForget = await page.content();
+    expect(afterForget).not.toContain('blue door');
+    expect(afterForget).not.toContain('locker code');
+    // The other facts are still there.
+    expect(afterForget).toContain('the 5pm train is the 17:00 one');
+    await shot(page, 'memory-forgotten');
+
+    // A lesson: the review job proposes it from the two statements; approved, it is active.
+    const scout = (await roster.runtime.core.directory.listAgents()).find((agent) => agent.name === 'Scout')!;
+    expect(await roster.runJob('review', { agentId: scout.id })).toMatchObject({ proposed: 1 });
+    await open(page, 'Lessons & approvals', 'Lessons & approvals');
+    const pending = page.locator('li.approval');
+    await pending.waitFor();
+    expect(await pending.locator('blockquote').textContent()).toBe('Give me prices in euros first.');
+    expect(await pending.locator('.evidence li').count()).toBe(2);
+    await shot(page, 'lessons-pending');
+    await pending.getByRole('button', { name: 'Approve' }).click();
+    const active = page.getByRole('list', { name: 'Active lessons' });
+    await active.waitFor();
+    expect(await active.locator('blockquote').allTextContents()).toEqual(['Give me prices in euros first.']);
+    expect(await page.locator('li.approval').count()).toBe(0);
+    await shot(page, 'lessons');
+
+    // The mirror: the correction became a case; a night's replay passed and shows on the chart.
+    await expect.poll(async () => (await mirrorReport(roster.database, scout.id)).total, { timeout: 20_000 }).toBeGreaterThan(0);
+    expect(await roster.runJob('mirror', { agentId: scout.id, rerunAfterHours: 0 })).toMatchObject({ passed: 1 });
+    await open(page, 'Mirror', 'Mirror');
+    await page.locator('li.mirror-case').first().waitFor();
+    expect(await page.locator('.headline').textContent()).toBe('1 of 1 corrections no longer repeated');
+    expect(await page.locator('li.mirror-case').first().textContent()).toContain("that's wrong, the 5pm train is the 17:00 one");
+    expect(await page.locator('svg.chart circle.point').count()).toBe(1);
+    expect(await page.locator('svg.chart title').textContent()).toContain('100%');
+    await shot(page, 'mirror');
+
+    // People and channels; the audit, whose chain verifies.
+    await open(page, 'People & channels', 'People & channels');
+    await page.locator('li.card[data-person="Ada"]').waitFor();
+    await page.getByRole('button', { name: 'Link code for Ada' }).click();
+    await expect.poll(() => page.locator('li.card[data-person="Ada"] .link-code').textContent()).toMatch(/Send \S+ to the bot/);
+    expect(await unlabelledControls(page)).toEqual([]);
+    await shot(page, 'people');
+    await open(page, 'Audit', 'Audit');
+    await page.locator('table.events tbody tr').first().waitFor();
+    await page.getByRole('button', { name: 'Verify chain' }).click();
+    await expect.poll(() => page.locator('.outcome.ok').textContent()).toMatch(/^Every chain holds/);
+    expect(await unlabelledControls(page)).toEqual([]);
+    await shot(page, 'audit');
+
+    // A phone-sized screen: every page fits its width.
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const [link, heading] of [
+      ['Agents', 'Agents'],
+      ['Chat', 'Chat'],
+      ['Memory', 'Memory'],
+      ['Lessons & approvals', 'Lessons & approvals'],
+      ['Mirror', 'Mirror'],
+      ['People & channels', 'People & channels'],
+      ['Audit', 'Audit'],
+    ] as const) {
+      await open(page, link, heading);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      expect(overflow, `${link} is wider than the screen`).toBeLessThanOrEqual(0);
+      await shot(page, `phone-${link.split(' ')[0]!.toLowerCase()}`);
+    }
+
+    expect(problems).toEqual([]);
+  }, 180_000);
+
+  it('updates, corrects and confirms a fact with its versions shown, and edits, archives, restores and purges an agent', async () => {
+    const keeper = await roster.runtime.core.directory.addAgent({ name: 'Keeper', job: 'Keeps notes.' });
+    await roster.runtime.memory.remember(
+      { agentId: keeper.id, personId: roster.owner.id, audience: 'private' },
+      { content: 'my flat is on the third floor', provenance: { actor: { kind: 'person', id: roster.owner.id } } },
+    );
+    const context = await browser.newContext();
+    const page = watch(await context.newPage());
+    await page.goto(await roster.loginLink());
+    await expect.poll(() => new URL(page.url()).pathname).toBe('/agents');
+
+    // That changed: the old content stays as the earlier version.
+    await page.goto(`${roster.address}/memory?agent=Keeper`);
+    let fact = page.locator('li.fact', { hasText: 'my flat is on the third floor' });
+    await fact.getByRole('button', { name: 'Update…' }).click();
+    await fact.getByLabel('It changed; from now on it is', { exact: true }).fill('my flat is on the fourth floor');
+    await fact.getByRole('button', { name: 'Save update' }).click();
+    fact = page.locator('li.fact', { hasText: 'my flat is on the fourth floor' });
+    await fact.getByRole('button', { name: 'History' }).click();
+    const versions = fact.locator('.timeline li.version');
+    await versions.nth(1).waitFor();
+    expect(await versions.locator('.content').allTextContents()).toEqual(['my flat is on the third floor', 'my flat is on the fourth floor']);
+    expect(await versions.locator('strong').allTextContents()).toEqual(['Earlier version', 'This version']);
+
+    // That was wrong: corrected, then confirmed.
+    await fact.getByRole('button', { name: 'Correct…' }).click();
+    await fact.getByLabel('It was wrong; the right content is', { exact: true }).fill('my flat is on the fifth floor');
+    await fact.getByRole('button', { name: 'Save correction' }).click();
+    fact = page.locator('li.fact', { hasText: 'my flat is on the fifth floor' });
+    await fact.getByRole('button', { name: 'Confirm' }).click();
+    await page.locator('li.fact .badge-verified').waitFor();
+    expect(await page.locator('li.fact', { hasText: 'my flat is on the fifth floor' }).locator('.badge').first().textContent()).toBe('verified');
+    expect(await page.locator('li.fact', { hasText: 'fourth floor' }).count()).toBe(0);
+    await shot(page, 'memory-versions');
+
+    // The agent: edited, archived, restored, archived again, then purged once its name is typed (only an archived agent can be).
+    await page.goto(`${roster.address}/agents`);
+    let card = page.locator('li.card[data-agent="Keeper"]');
+    await card.getByRole('button', { name: 'Edit Keeper' }).click();
+    await card.getByLabel('Job', { exact: true }).fill('Keeps notes about flats.');
+    await card.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(() => page.locator('li.card[data-agent="Keeper"] .job').textContent()).toBe('Keeps notes about flats.');
+    card = page.locator('li.card[data-agent="Keeper"]');
+    await card.getByRole('button', { name: 'Archive Keeper' }).click();
+    await expect.poll(() => page.locator('li.card[data-agent="Keeper"] .badge').textContent()).toBe('archived');
+    await page.locator('li.card[data-agent="Keeper"]').getByRole('button', { name: 'Restore Keeper' }).click();
+    await expect.poll(() => page.locator('li.card[data-agent="Keeper"] .badge').textContent()).toBe('active');
+    expect(await page.locator('li.card[data-agent="Keeper"]').getByRole('button', { name: 'Purge Keeper…' }).count()).toBe(0);
+    await page.locator('li.card[data-agent="Keeper"]').getByRole('button', { name: 'Archive Keeper' }).click();
+    await page.locator('li.card[data-agent="Keeper"]').getByRole('button', { name: 'Purge Keeper…' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Purge Keeper?' });
+    const purge = dialog.getByRole('button', { name: 'Purge Keeper' });
+    expect(await purge.isDisabled()).toBe(true);
+    await dialog.getByLabel('Type Keeper to confirm', { exact: true }).fill('keeper');
+    expect(await purge.isDisabled()).toBe(true);
+    await dialog.getByLabel('Type Keeper to confirm', { exact: true }).fill('Keeper');
+    await purge.click();
+    await page.locator('li.card[data-agent="Keeper"]').waitFor({ state: 'detached' });
+    expect((await roster.runtime.core.directory.listAgents({ includeArchived: true })).map((agent) => agent.name)).not.toContain('Keeper');
+    await context.close();
+    expect(problems).toEqual([]);
+  }, 120_000);
+
+  it('refuses a spent login link, saying how to get a fresh one', async () => {
+    const link = await roster.loginLink();
+    const first = await browser.newContext();
+    const firstPage = watch(await first.newPage());
+    await firstPage.goto(link);
+    await expect.poll(() => new URL(firstPage.url()).pathname).toBe('/agents');
+    await first.close();
+
+    // The same link again, in another browser: no session, and the way to a new link.
+    const second = await browser.newContext();
+    const page = await second.newPage();
+    const errors: string[] = [];
+    page.on('console', (message) => {
+      if (message.type() === 'error') errors.push(message.text());
+    });
+    page.on('pageerror', (error) => problems.push(`${page.url()}: ${error.message}`));
+    await page.goto(link);
+    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/^Could not sign in: /);
+    expect(await page.locator('main').textContent()).toContain('npx roster login-link');
+    expect(page.url()).toBe(`${roster.address}/login`);
+    expect(await page.getByRole('navigation', { name: 'Main' }).count()).toBe(0);
+    // The browser reports the refused request itself, and nothing else.
+    expect(errors).toEqual([expect.stringContaining('401')]);
+    await shot(page, 'login-refused');
+    await second.close();
+    expect(problems).toEqual([]);
+  });
+
+  it('gives a member the chat and their own memory only', async () => {
+    const { directory } = roster.runtime.core;
+    const guide = await directory.addAgent({ name: 'Guide', job: 'Shows the way.' });
+    const bob = await directory.addPerson({ name: 'Bob' });
+    await roster.runtime.memory.remember(
+      { agentId: guide.id, personId: roster.owner.id, audience: 'private' },
+      { content: 'Ada keeps the spare key under the mat', provenance: { actor: { kind: 'person', id: roster.owner.id } } },
+    );
+
+    const member = await browser.newContext({ viewport: { width: 390, height: 844 } });
+    const page = watch(await member.newPage());
+    await page.goto(await roster.loginLink(bob));
+    await expect.poll(() => new URL(page.url()).pathname).toBe('/chat');
+    expect(await page.getByRole('navigation', { name: 'Main' }).getByRole('link').allTextContents()).toEqual(['Chat', 'Memory']);
+    await page.getByLabel('Talk to', { exact: true }).selectOption('Guide');
+    await expect.poll(() => new URL(page.url()).search).toBe('?agent=Guide');
+    await say(page, 'remember that my bike is the red one');
+    expect(await page.locator('li.turn.theirs > p').last().textContent()).toBe('Noted: my bike is the red one');
+
+    await open(page, 'Memory', 'Memory');
+    await page.getByLabel('Agent', { exact: true }).selectOption('Guide');
+    await page.locator('li.fact', { hasText: 'my bike is the red one' }).waitFor();
+    expect(await page.getByLabel('Person', { exact: true }).count()).toBe(0);
+    expect(await page.content()).not.toContain('spare key');
+    await shot(page, 'member-memory');
+    // An owner's page is not a member's: the address leads back to the chat.
+    await page.goto(`${roster.address}/agents`);
+    await expect.poll(() => new URL(page.url()).pathname).toBe('/chat');
+    await member.close();
+
+    // The positive control: the owner's memory page of Guide does show Ada's fact.
+    const owner = await browser.newContext();
+    const ownerPage = watch(await owner.newPage());
+    await ownerPage.goto(await roster.loginLink());
+    await expect.poll(() => new URL(ownerPage.url()).pathname).toBe('/agents');
+    await ownerPage.goto(`${roster.address}/memory?agent=Guide`);
+    await ownerPage.locator('li.fact', { hasText: 'Ada keeps the spare key under the mat' }).waitFor();
+    expect(await ownerPage.content()).toContain('my bike is the red one');
+    await owner.close();
+
+    expect(problems).toEqual([]);
+  }, 120_000);
+});
