@@ -187,6 +187,20 @@ describe('prompts and colleagues', () => {
   });
 });
 
+describe('memory in a group', () => {
+  it('keeps nothing private said in a group, and says where to say it; the same words one to one are kept', async () => {
+    const f = await fixture();
+    const group = await f.roster.core.handle({ channel: 'cli', conversation: { externalId: 'team-room', kind: 'group' }, sender: { personId: f.people.Ada!.id }, text: 'remember that my desk is by the window' });
+    expect(group.replies[0]?.text).toMatch(/In a group nothing private is kept: tell me in a one-to-one conversation\.$/);
+    expect(group.replies[0]?.text).not.toMatch(/row-level security/);
+    const count = () => f.database.adminScope('test: count facts', async (tx) => Number((await tx.query<{ n: string }>('select count(*) as n from facts')).rows[0]!.n));
+    expect(await count()).toBe(0);
+    const dm = await f.roster.core.handle({ channel: 'cli', conversation: { externalId: 'ada-dm', kind: 'dm' }, sender: { personId: f.people.Ada!.id }, text: 'remember that my desk is by the window' });
+    expect(dm.replies[0]?.text).toBe('Noted: my desk is by the window');
+    expect(await count()).toBe(1);
+  });
+});
+
 describe('archive and purge', () => {
   it('keeps an archived agent’s memory until a confirmed purge, which forgets it with tombstones and events', async () => {
     const f = await fixture();

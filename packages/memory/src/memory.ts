@@ -318,6 +318,10 @@ export function createMemory(options: MemoryOptions): Memory {
       if (audience === 'private' && scope.personId === null) {
         throw new RosterError('memory_input_invalid', 'A private fact needs a person: this scope has none. Use audience "agent".');
       }
+      // A group hears everything said there, so its scope reads nothing private: a private fact is told one to one.
+      if (audience === 'private' && scope.audience === 'group') {
+        throw new RosterError('memory_private_in_group', 'In a group nothing private is kept: tell me in a one-to-one conversation.');
+      }
       const vector = await vectorFor(next.content);
       return database.withScope(scope, async (tx) => {
         // The same words as believed now, else as they held until a change (a restatement).
