@@ -123,6 +123,9 @@ describe('the erase job on a folder an earlier version wrote', () => {
       const first = await openEmbeddedDatabase(pglite);
       await migrate(first);
       await first.close();
+      // The host process that served it leaves once its last client is gone; only then may PGlite open the folder itself.
+      for (const deadline = Date.now() + 60_000; fs.existsSync(path.join(pglite, 'roster.lock')) && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(fs.existsSync(path.join(pglite, 'roster.lock'))).toBe(false);
       // PGlite as an earlier version ran it: recycling WAL segments, so that old ones wait, renamed, ahead of the current one.
       const earlier = await PGlite.create(pglite, { extensions: { vector } });
       await earlier.exec('create table scratch (line text)');
