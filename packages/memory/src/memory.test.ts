@@ -111,8 +111,9 @@ describe('forget', () => {
       const hits: string[] = [];
       for (const { table_name, column_name } of columns.rows) {
         const { rows } = await tx.query<{ n: string }>(
-          `select count(*) as n from ${table_name} where lower(${column_name}::text) like $1`,
-          [`%${needle.toLowerCase()}%`],
+          // As whole words: a hash's hex digits may hold "4417" by chance, which is no copy of the words.
+          `select count(*) as n from ${table_name} where lower(${column_name}::text) ~ $1`,
+          [`(^|[^[:alnum:]])${needle.toLowerCase()}([^[:alnum:]]|$)`],
         );
         if (Number(rows[0]!.n) > 0) hits.push(`${table_name}.${column_name}`);
       }
