@@ -374,16 +374,7 @@ export function createAuditLog(options: { database: Database; key: InstallationK
 }
 
 /** One row of the audit log, as the owner reads it: ids, states and counts, never content. */
-export interface AuditEntry {
-  id: string;
-  agentId: string;
-  seq: number;
-  personId: string | null;
-  actorKind: string;
-  actorId: string | null;
-  action: string;
-  targetKind: string;
-  targetId: string | null;
+export interface AuditEntry extends Omit<EventFields, 'detail' | 'occurredAt'> {
   detail: Record<string, unknown>;
   occurredAt: Date;
   hash: string;
