@@ -167,3 +167,35 @@ describe('with a server database', () => {
     expect(loadInstallationKey(config({ ROSTER_DATA_DIR: dir, DATABASE_URL: serverUrl })).fingerprint).toBe(embedded.fingerprint);
   });
 });
+
+describe('sealed secrets', () => {
+  const keyOf = () => loadInstallationKey(config({ ROSTER_DATA_DIR: dataDir(), ROSTER_SECRET_KEY: randomBytes(32).toString('hex') }));
+
+  it('opens only with the same key, purpose and context, and the sealed text holds none of the secret', () => {
+    const key = keyOf();
+    const token = '123456:AAE-telegram-bot-token';
+    const sealed = key.seal('channel-token', token, 'telegram/default');
+    expect(sealed).not.toContain(token);
+    expect(sealed).not.toContain(Buffer.from(token).toString('base64url'));
+    // Two seals of one secret differ (a fresh nonce each time).
+    expect(key.seal('channel-token', token, 'telegram/default')).not.toBe(sealed);
+    // Positive control: the same key, purpose and context open it.
+    expect(key.open('channel-token', sealed, 'telegram/default')).toBe(token);
+
+    expect(failure(() => keyOf().open('channel-token', sealed, 'telegram/default')).code).toBe('secret_unreadable');
+    expect(failure(() => key.open('whatsapp-auth', sealed, 'telegram/default')).code).toBe('secret_unreadable');
+    expect(failure(() => key.open('channel-token', sealed, 'slack/default')).code).toBe('secret_unreadable');
+    const parts = sealed.split('.');
+    const body = Buffer.from(parts[2]!, 'base64url');
+    body[0] = body[0]! ^ 1;
+    const changed = [parts[0], parts[1], body.toString('base64url'), parts[3]].join('.');
+    expect(failure(() => key.open('channel-token', changed, 'telegram/default')).code).toBe('secret_unreadable');
+    expect(failure(() => key.open('channel-token', 'not sealed', 'telegram/default')).message).not.toContain('not sealed');
+  });
+
+  it('seals bytes as well as text', () => {
+    const key = keyOf();
+    const bytes = randomBytes(64);
+    expect(key.openBytes('whatsapp-auth', key.seal('whatsapp-auth', bytes, 'creds'), 'creds').equals(bytes)).toBe(true);
+  });
+});

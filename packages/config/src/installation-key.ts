@@ -1,4 +1,4 @@
-import { createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { inspect } from 'node:util';
@@ -62,6 +62,39 @@ export class InstallationKey {
       this.#derived.set(purpose, key);
     }
     return Buffer.from(key);
+  }
+
+  /**
+   * A secret sealed for storage (AES-256-GCM under a key derived for
+   * `purpose`): `v1.<nonce>.<ciphertext>.<tag>`, base64url. `context` (the
+   * row it belongs to, say) is authenticated but not stored, so a sealed
+   * value copied to another row does not open there.
+   */
+  seal(purpose: string, plaintext: string | Uint8Array, context = ''): string {
+    const nonce = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.derive(`roster/seal/${purpose}`), nonce);
+    cipher.setAAD(Buffer.from(context, 'utf8'));
+    const body = Buffer.concat([cipher.update(typeof plaintext === 'string' ? Buffer.from(plaintext, 'utf8') : plaintext), cipher.final()]);
+    return ['v1', nonce.toString('base64url'), body.toString('base64url'), cipher.getAuthTag().toString('base64url')].join('.');
+  }
+
+  /** The bytes of a value `seal` made for the same purpose and context; a wrong key, purpose, context or a changed byte is `secret_unreadable`. */
+  openBytes(purpose: string, sealed: string, context = ''): Buffer {
+    const parts = sealed.split('.');
+    if (parts.length !== 4 || parts[0] !== 'v1') throw new RosterError('secret_unreadable', 'A stored secret is not in a form this version of Roster reads.');
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', this.derive(`roster/seal/${purpose}`), Buffer.from(parts[1]!, 'base64url'));
+      decipher.setAAD(Buffer.from(context, 'utf8'));
+      decipher.setAuthTag(Buffer.from(parts[3]!, 'base64url'));
+      return Buffer.concat([decipher.update(Buffer.from(parts[2]!, 'base64url')), decipher.final()]);
+    } catch {
+      throw new RosterError('secret_unreadable', 'A stored secret does not open with this installation key: it was sealed under another key, or changed.');
+    }
+  }
+
+  /** The text of a value `seal` made (see `openBytes`). */
+  open(purpose: string, sealed: string, context = ''): string {
+    return this.openBytes(purpose, sealed, context).toString('utf8');
   }
 
   /**
