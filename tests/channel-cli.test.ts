@@ -25,7 +25,9 @@ describe('roster channel', () => {
       [['channel', 'add', 'fax'], /A channel is one of telegram, slack, discord, whatsapp, got "fax"/],
       [['channel', 'add', 'telegram', '--policy', 'everyone'], /--policy is one of pairing, allowlist, open, got "everyone"/],
       [['channel', 'add', 'telegram', '--allow', '5000001'], /--allow lists handles for --policy allowlist only/],
-      [['channel', 'add', 'telegram', '--token', 'x'], /Unknown option '--token'/],
+      [['channel', 'add', 'slack', '--token', 'x'], /slack takes --bot-token, --signing-secret, --app-token, not --token/],
+      [['channel', 'add', 'whatsapp', '--token', 'x'], /whatsapp takes no token option, not --token/],
+      [['channel', 'add', 'telegram', '--account', 'second', '--token', '1:abc'], /one bot per channel/],
     ] as const) {
       const refused = await runRoster([...args], env);
       expect(refused.code, args.join(' ')).toBe(2);
@@ -35,7 +37,7 @@ describe('roster channel', () => {
     const added = await runRoster(['channel', 'add', 'telegram', '--agent', 'scout', '--policy', 'allowlist', '--allow', '5000001', '--allow', '5000002'], env);
     expect(added.code, added.stderr).toBe(0);
     expect(added.stdout).toBe('Bound telegram → Scout; answers linked people and 5000001, 5000002.\n');
-    expect(added.stderr).toMatch(/telegram is not configured \(set TELEGRAM_BOT_TOKEN\)/);
+    expect(added.stderr).toMatch(/telegram is not configured \(set TELEGRAM_BOT_TOKEN or run roster channel add telegram\)/);
     // Only what was added: the refused commands before it left nothing.
     expect(await bindings()).toEqual([{ channel: 'telegram', account: 'default', agent: 'Scout', policy: 'allowlist', allowlist: ['5000001', '5000002'] }]);
     // Adding again replaces it.
@@ -46,6 +48,48 @@ describe('roster channel', () => {
     expect(removed.code).toBe(0);
     const again = await runRoster(['channel', 'remove', 'telegram'], env);
     expect(again.code).toBe(1);
-    expect(again.stderr).toMatch(/telegram has no binding; nothing changed/);
+    expect(again.stderr).toMatch(/telegram has no binding and no stored token; nothing changed/);
+  });
+
+  it('stores a token sealed with the installation key, write only: never printed, not in the data folder’s bytes, and a wrong one changes nothing', async () => {
+    const dir = dataDir();
+    const env = { ROSTER_DATA_DIR: dir };
+    expect((await runRoster(['agent', 'add', '--name', 'Scout', '--job', 'finds and checks sources'], env)).code).toBe(0);
+    const token = `424242:AAH-${'q'.repeat(12)}-roster-token-sealed`;
+    const list = async () => JSON.parse((await runRoster(['channel', 'list', '--json'], env)).stdout) as Array<{ channel: string; configured: boolean; detail: string; bindings: unknown[] }>;
+    const telegram = async () => (await list()).find((entry) => entry.channel === 'telegram')!;
+    expect((await telegram()).configured).toBe(false);
+
+    // A Slack bot token that is not one is refused, and nothing is stored or bound.
+    const wrong = await runRoster(['channel', 'add', 'slack', '--bot-token', 'not-a-bot-token', '--agent', 'Scout'], env);
+    expect(wrong.code).not.toBe(0);
+    expect(wrong.stderr).toMatch(/slack bot_token should start with xoxb-/);
+    expect(wrong.stderr).not.toContain('not-a-bot-token');
+    expect((await list()).find((entry) => entry.channel === 'slack')).toMatchObject({ configured: false, bindings: [] });
+
+    // Read from standard input, so it never appears in the arguments.
+    const stored = await runRoster(['channel', 'add', 'telegram', '--token', '-'], env, 60_000, `${token}\n`);
+    expect(stored.code, stored.stderr).toBe(0);
+    expect(stored.stderr).toMatch(/Stored the bot token from @BotFather for telegram, sealed with the installation key/);
+    expect(stored.stdout).toMatch(/telegram: no binding/);
+    expect(await telegram()).toMatchObject({ configured: true, detail: 'configured', bindings: [] });
+    // A token alone keeps the binding: bind, then replace the token.
+    expect((await runRoster(['channel', 'add', 'telegram', '--agent', 'Scout'], env)).code).toBe(0);
+    const replaced = await runRoster(['channel', 'add', 'telegram', '--token', `${token}2`], env);
+    expect(replaced.stdout).toBe('Kept telegram → Scout; answers linked people only (strangers get the pairing hint).\n');
+
+    const everything = [stored, replaced, await runRoster(['channel', 'list'], env), await runRoster(['doctor', '--json'], { ...env, TELEGRAM_API_ROOT: 'http://127.0.0.1:9' })];
+    for (const result of everything) expect(result.stdout + result.stderr).not.toContain(token);
+    // The data folder's bytes (database files, WAL) hold no copy of the token in clear.
+    const files = (fs.readdirSync(dir, { recursive: true }) as string[]).map((name) => `${dir}/${name}`).filter((file) => fs.statSync(file).isFile());
+    // Positive control: the scan reads the database's bytes (the job sentence is there in clear).
+    expect(files.filter((file) => fs.readFileSync(file).includes(Buffer.from('finds and checks sources'))).length).toBeGreaterThan(0);
+    const holding = files.filter((file) => fs.readFileSync(file).includes(Buffer.from(token.slice(0, 20))));
+    expect(holding).toEqual([]);
+
+    // Removing the channel removes its binding and its stored token.
+    const removed = await runRoster(['channel', 'remove', 'telegram'], env);
+    expect(removed.stdout).toMatch(/Removed the telegram binding[\s\S]*Removed the stored token of telegram: a running gateway stops serving it within seconds/);
+    expect((await telegram()).configured).toBe(false);
   });
 });

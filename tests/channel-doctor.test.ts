@@ -35,8 +35,8 @@ describe('roster doctor, channels', () => {
     expect(good.code, good.stdout).toBe(0);
     expect(channels(good.stdout)).toEqual({
       telegram: `ok: token accepted: @roster_test_bot at ${telegram.apiRoot}; long polling`,
-      slack: 'ok: token accepted: roster in The team; events over HTTP at http://127.0.0.1:8421/slack/events',
-      discord: 'off: not configured (set DISCORD_BOT_TOKEN)',
+      slack: 'ok: token accepted: roster in The team; events over HTTP at http://127.0.0.1:8420/slack/events',
+      discord: 'off: not configured (set DISCORD_BOT_TOKEN or run roster channel add discord)',
     });
     expect(telegram.calls).toEqual(['getMe']);
     expect(slack.calls).toEqual(['auth.test']);
@@ -48,6 +48,12 @@ describe('roster doctor, channels', () => {
       slack: 'fail: Slack refused the bot token (auth.test: invalid_auth): check SLACK_BOT_TOKEN.',
       discord: 'fail: configured, but this version of Roster has no discord adapter, so nothing serves it',
     });
+    // A token stored with roster channel add is checked the same way, with no variable set.
+    expect((await runRoster(['channel', 'add', 'telegram', '--token', telegram.token], { ROSTER_DATA_DIR: dir })).code).toBe(0);
+    const stored = await runRoster(['doctor', '--json'], base);
+    expect(channels(stored.stdout).telegram).toBe(`ok: token accepted: @roster_test_bot at ${telegram.apiRoot}; long polling`);
+    expect(stored.stdout + stored.stderr).not.toContain(telegram.token);
+
     // No secret is printed, right or wrong.
     for (const secret of [telegram.token, slack.botToken, slack.signingSecret, '123456:wrong', 'xoxb-wrong']) {
       expect(good.stdout + good.stderr + bad.stdout + bad.stderr).not.toContain(secret);

@@ -26,10 +26,11 @@ export function tempDataDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'roster-data-'));
 }
 
-/** Run one roster command to its end. */
-export function runRoster(args: string[], env: Record<string, string>, timeoutMs = 60_000): Promise<RunResult> {
+/** Run one roster command to its end; `input` is written to its standard input. */
+export function runRoster(args: string[], env: Record<string, string>, timeoutMs = 60_000, input?: string): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [rosterBin, ...args], { env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [rosterBin, ...args], { env: cleanEnv(env), stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    if (input !== undefined) child.stdin!.end(input);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk) => (stdout += chunk));

@@ -1,7 +1,9 @@
-import { serveChannel, type ChannelAdapter, type ServedChannel } from '@roster/channels';
-import { checkSlackToken, createSlackAdapter } from '@roster/channel-slack';
-import { checkTelegramToken, createTelegramAdapter } from '@roster/channel-telegram';
-import type { Config, Logger } from '@roster/config';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { serveChannel, type ChannelAdapter, type ChannelCredentialStore, type ServedChannel } from '@roster/channels';
+import { checkSlackToken, createSlackAdapter, slackEventsPath, type SlackAdapter } from '@roster/channel-slack';
+import { checkTelegramToken, createTelegramAdapter, telegramWebhookPath, type TelegramAdapter } from '@roster/channel-telegram';
+import type { Config, InstallationKey, Logger } from '@roster/config';
 import type { Core } from '@roster/core';
 import type { Database } from '@roster/db';
 import type { AuditLog } from '@roster/memory';
@@ -21,15 +23,44 @@ export type ChannelConfig = Pick<
   Config,
   | 'TELEGRAM_BOT_TOKEN'
   | 'TELEGRAM_API_ROOT'
+  | 'TELEGRAM_WEBHOOK_URL'
   | 'DISCORD_BOT_TOKEN'
   | 'SLACK_BOT_TOKEN'
   | 'SLACK_APP_TOKEN'
   | 'SLACK_SIGNING_SECRET'
   | 'SLACK_API_URL'
-  | 'SLACK_EVENTS_PORT'
+  | 'GATEWAY_PORT'
   | 'HOST'
+  | 'PORT'
   | 'WHATSAPP_ENABLED'
 >;
+
+/** The stored credentials as the store opens them: `{ channel: { account: { name: value } } }`. */
+export type OpenedCredentials = Record<string, Record<string, Record<string, string>>>;
+
+/** Which variable each stored credential of the default account stands in for. */
+const storedAs: Record<string, Record<string, keyof ChannelConfig>> = {
+  telegram: { bot_token: 'TELEGRAM_BOT_TOKEN' },
+  slack: { bot_token: 'SLACK_BOT_TOKEN', signing_secret: 'SLACK_SIGNING_SECRET', app_token: 'SLACK_APP_TOKEN' },
+  discord: { bot_token: 'DISCORD_BOT_TOKEN' },
+};
+
+/**
+ * The configuration with the stored credentials (entered on the page or with
+ * `roster channel add`) filled in where the environment leaves them unset:
+ * an environment variable, when set, wins over a stored value. Roster serves
+ * one bot per channel, the `default` account's.
+ */
+export function withStoredCredentials<C extends ChannelConfig>(config: C, stored: OpenedCredentials): C {
+  const merged: Record<string, unknown> = { ...config };
+  for (const [channel, names] of Object.entries(storedAs)) {
+    const values = stored[channel]?.default ?? {};
+    for (const [name, variable] of Object.entries(names)) {
+      if (merged[variable] === undefined && values[name] !== undefined) merged[variable] = values[name];
+    }
+  }
+  return merged as C;
+}
 
 /** Each channel's state from the configuration: `configured`, `not configured`, or what is missing. */
 export function channelStatus(config: ChannelConfig): Array<{ channel: ChannelName; configured: boolean; detail: string }> {
@@ -37,9 +68,14 @@ export function channelStatus(config: ChannelConfig): Array<{ channel: ChannelNa
     const value = config[enabledBy];
     const configured = value !== undefined && value !== false;
     if (channel === 'slack' && configured && config.SLACK_APP_TOKEN === undefined && config.SLACK_SIGNING_SECRET === undefined) {
-      return { channel, configured: false, detail: 'SLACK_BOT_TOKEN is set but needs SLACK_APP_TOKEN (socket mode) or SLACK_SIGNING_SECRET (events over HTTP)' };
+      return {
+        channel,
+        configured: false,
+        detail: 'has a bot token but needs an app-level token (Socket Mode) or a signing secret (events over HTTP): SLACK_APP_TOKEN or SLACK_SIGNING_SECRET, or roster channel add slack',
+      };
     }
-    return { channel, configured, detail: configured ? 'configured' : `not configured (set ${enabledBy})` };
+    const howTo = channel === 'whatsapp' ? `set ${enabledBy}` : `set ${enabledBy} or run roster channel add ${channel}`;
+    return { channel, configured, detail: configured ? 'configured' : `not configured (${howTo})` };
   });
 }
 
@@ -48,6 +84,12 @@ export interface ChannelCheck {
   channel: ChannelName;
   status: 'ok' | 'fail' | 'off';
   detail: string;
+}
+
+/** How the server's address is written in a URL. */
+function serverAddress(config: Pick<ChannelConfig, 'HOST' | 'PORT'>): string {
+  const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
+  return `http://${host}:${config.PORT}`;
 }
 
 /**
@@ -63,11 +105,12 @@ export async function checkChannels(config: ChannelConfig, options: { timeoutMs?
       switch (channel) {
         case 'telegram': {
           const check = await checkTelegramToken({ token: config.TELEGRAM_BOT_TOKEN!, ...(config.TELEGRAM_API_ROOT === undefined ? {} : { apiRoot: config.TELEGRAM_API_ROOT }), ...timeout });
-          return { channel, status: check.ok ? 'ok' : 'fail', detail: check.ok ? `${check.detail}; long polling` : check.detail };
+          const mode = config.TELEGRAM_WEBHOOK_URL === undefined ? 'long polling' : `webhook at ${config.TELEGRAM_WEBHOOK_URL}`;
+          return { channel, status: check.ok ? 'ok' : 'fail', detail: check.ok ? `${check.detail}; ${mode}` : check.detail };
         }
         case 'slack': {
           const check = await checkSlackToken({ botToken: config.SLACK_BOT_TOKEN!, ...(config.SLACK_API_URL === undefined ? {} : { apiUrl: config.SLACK_API_URL }), ...timeout });
-          const mode = config.SLACK_APP_TOKEN !== undefined ? 'Socket Mode' : `events over HTTP at http://${config.HOST}:${config.SLACK_EVENTS_PORT}/slack/events`;
+          const mode = config.SLACK_APP_TOKEN !== undefined ? 'Socket Mode' : `events over HTTP at ${serverAddress(config)}${slackEventsPath}`;
           return { channel, status: check.ok ? 'ok' : 'fail', detail: check.ok ? `${check.detail}; ${mode}` : check.detail };
         }
         default:
@@ -75,6 +118,18 @@ export async function checkChannels(config: ChannelConfig, options: { timeoutMs?
       }
     }),
   );
+}
+
+/** The platforms' webhooks (Slack's events, Telegram's updates) a gateway answers, for the server that receives them. */
+export interface ChannelWebhooks {
+  /** The paths a platform posts to. */
+  readonly paths: readonly string[];
+  /**
+   * Answer one request to one of `paths`: the channel's own checks decide
+   * (Slack's signature, Telegram's secret header); 404 when that channel is
+   * not served in webhook mode by this gateway.
+   */
+  handle(request: IncomingMessage, response: ServerResponse): void;
 }
 
 export interface GatewayOptions {
@@ -85,23 +140,61 @@ export interface GatewayOptions {
   /** Memory's audit log: an approval decided on a channel is audited like one decided anywhere else. */
   audit: AuditLog;
   logger: Logger;
+  /** The installation key: Telegram's webhook secret is derived from it. */
+  key: InstallationKey;
+  /** Stored channel credentials: served where the environment sets none, and picked up when they change. */
+  credentials?: ChannelCredentialStore;
+  /** How often stored credentials are looked at for a change (default 5 s). */
+  reloadMs?: number;
+  /**
+   * Where platform webhooks arrive: `server` when the HTTP server of this
+   * process mounts `webhooks` (roster start); `own-port` to listen on
+   * GATEWAY_PORT (a gateway running alone). Default `own-port`.
+   */
+  webhooksOn?: 'server' | 'own-port';
   /** How often the owner's pending approvals are looked for (default a minute). */
   approvalPollMs?: number;
 }
 
 export interface RunningGateway {
-  /** The channels this gateway serves. */
-  channels: readonly ChannelName[];
+  /** The channels this gateway serves now. */
+  readonly channels: readonly ChannelName[];
+  /** The webhook entry for the server of this process. */
+  readonly webhooks: ChannelWebhooks;
+  /** Where the gateway listens itself for webhooks (own-port), or null. */
+  readonly webhookUrl: string | null;
+  /** Look at stored credentials now and restart the channels whose settings changed. */
+  reload(): Promise<void>;
   stop(): Promise<void>;
 }
 
+/** The secret Telegram sends with each webhook request: derived from the installation key, so it needs no storing. */
+export function telegramWebhookSecret(key: InstallationKey, account = 'default'): string {
+  return key.derive(`roster/telegram-webhook/${account}`).toString('base64url');
+}
+
+/** The settings a channel's adapter is made from: a change restarts it. */
+function settingsOf(channel: ChannelName, config: ChannelConfig): string {
+  switch (channel) {
+    case 'telegram':
+      return JSON.stringify([config.TELEGRAM_BOT_TOKEN, config.TELEGRAM_API_ROOT, config.TELEGRAM_WEBHOOK_URL]);
+    case 'slack':
+      return JSON.stringify([config.SLACK_BOT_TOKEN, config.SLACK_APP_TOKEN, config.SLACK_SIGNING_SECRET, config.SLACK_API_URL]);
+    case 'discord':
+      return JSON.stringify([config.DISCORD_BOT_TOKEN]);
+    case 'whatsapp':
+      return JSON.stringify([config.WHATSAPP_ENABLED]);
+  }
+}
+
 /** The adapter for a configured channel, or null when this version has none for it. */
-function adapterFor(channel: ChannelName, config: ChannelConfig, logger: Logger): ChannelAdapter | null {
+function adapterFor(channel: ChannelName, config: ChannelConfig, key: InstallationKey, logger: Logger): ChannelAdapter | null {
   switch (channel) {
     case 'telegram':
       return createTelegramAdapter({
         token: config.TELEGRAM_BOT_TOKEN!,
         ...(config.TELEGRAM_API_ROOT === undefined ? {} : { apiRoot: config.TELEGRAM_API_ROOT }),
+        ...(config.TELEGRAM_WEBHOOK_URL === undefined ? {} : { webhook: { url: config.TELEGRAM_WEBHOOK_URL, secretToken: telegramWebhookSecret(key) } }),
         logger,
       });
     case 'slack':
@@ -110,7 +203,6 @@ function adapterFor(channel: ChannelName, config: ChannelConfig, logger: Logger)
         ...(config.SLACK_APP_TOKEN === undefined ? {} : { appToken: config.SLACK_APP_TOKEN }),
         ...(config.SLACK_SIGNING_SECRET === undefined ? {} : { signingSecret: config.SLACK_SIGNING_SECRET }),
         ...(config.SLACK_API_URL === undefined ? {} : { apiUrl: config.SLACK_API_URL }),
-        http: { port: config.SLACK_EVENTS_PORT, host: config.HOST },
         logger,
       });
     default:
@@ -118,46 +210,182 @@ function adapterFor(channel: ChannelName, config: ChannelConfig, logger: Logger)
   }
 }
 
+/** The largest webhook body read: a Telegram update is a few kilobytes. */
+const webhookBodyLimit = 1024 * 1024;
+
+function answer(response: ServerResponse, status: number, body?: unknown): void {
+  if (response.headersSent) return;
+  if (body === undefined) {
+    response.writeHead(status).end();
+    return;
+  }
+  response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+}
+
+/** A request's JSON body, or undefined when it is too large or not JSON. */
+async function readJson(request: IncomingMessage): Promise<{ ok: true; body: unknown } | { ok: false; status: number }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request) {
+    size += (chunk as Buffer).length;
+    if (size > webhookBodyLimit) return { ok: false, status: 413 };
+    chunks.push(chunk as Buffer);
+  }
+  try {
+    return { ok: true, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown };
+  } catch {
+    return { ok: false, status: 400 };
+  }
+}
+
+interface Running {
+  channel: ChannelName;
+  settings: string;
+  adapter: ChannelAdapter;
+  served: ServedChannel;
+}
+
 /**
- * The channel gateway: one adapter per configured channel, each served
- * through the conversation core (`serveChannel`), with the owner's pending
- * approvals pushed to the owner's handles. A configured channel without an
- * adapter is reported, not silently dropped; one that fails to start stops
- * the gateway with its reason, after stopping the others.
+ * The channel gateway: one adapter per configured channel (from the
+ * environment, else from stored credentials), each served through the
+ * conversation core (`serveChannel`), with the owner's pending approvals
+ * pushed to the owner's handles. A configured channel without an adapter is
+ * reported, not silently dropped; one that fails to start stops the gateway
+ * with its reason, after stopping the others. Stored credentials are looked
+ * at every few seconds: a channel whose settings changed is restarted, one
+ * whose credentials were removed is stopped.
  */
 export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
   const log = options.logger.child({ component: 'gateway' });
-  const configured = channelStatus(options.config).filter((status) => status.configured);
   const approvals = createApprovalDesk(options.database, options.audit, options.core.directory);
-  const served: Array<{ channel: ChannelName; served: ServedChannel }> = [];
-  try {
-    for (const status of configured) {
-      const adapter = adapterFor(status.channel, options.config, options.logger);
-      if (adapter === null) {
-        log.warn({ channel: status.channel }, 'channel is configured but this version of Roster has no adapter for it yet');
-        continue;
+  const running = new Map<ChannelName, Running>();
+  let lastVersion: string | null = null;
+  let reloading: Promise<void> = Promise.resolve();
+
+  const webhooks: ChannelWebhooks = {
+    paths: [slackEventsPath, telegramWebhookPath],
+    handle(request, response) {
+      const path = (request.url ?? '').split('?')[0];
+      if (path === slackEventsPath) {
+        const listener = (running.get('slack')?.adapter as SlackAdapter | undefined)?.requestListener ?? null;
+        if (listener === null) return answer(response, 404, { error: { code: 'not_found', message: 'Slack events over HTTP are not served here.' } });
+        listener(request, response);
+        return;
       }
-      served.push({
-        channel: status.channel,
-        served: await serveChannel({
-          adapter,
-          core: options.core,
-          logger: options.logger,
-          approvals,
-          ...(options.approvalPollMs === undefined ? {} : { approvalPollMs: options.approvalPollMs }),
-        }),
+      if (path === telegramWebhookPath) {
+        const adapter = running.get('telegram')?.adapter as TelegramAdapter | undefined;
+        if (adapter === undefined || adapter.mode !== 'webhook') return answer(response, 404, { error: { code: 'not_found', message: 'Telegram webhooks are not served here.' } });
+        void readJson(request)
+          .then(async (read) => answer(response, read.ok ? await adapter.handleWebhook({ headers: request.headers, body: read.body }) : read.status))
+          .catch((error: unknown) => {
+            log.error({ err: error }, 'a Telegram webhook request could not be handled');
+            answer(response, 500);
+          });
+        return;
+      }
+      answer(response, 404);
+    },
+  };
+
+  async function effectiveConfig(): Promise<ChannelConfig> {
+    if (options.credentials === undefined) return options.config;
+    return withStoredCredentials(options.config, await options.credentials.open());
+  }
+
+  async function startChannel(channel: ChannelName, config: ChannelConfig): Promise<void> {
+    const adapter = adapterFor(channel, config, options.key, options.logger);
+    if (adapter === null) {
+      log.warn({ channel }, 'channel is configured but this version of Roster has no adapter for it yet');
+      return;
+    }
+    const served = await serveChannel({
+      adapter,
+      core: options.core,
+      logger: options.logger,
+      approvals,
+      ...(options.approvalPollMs === undefined ? {} : { approvalPollMs: options.approvalPollMs }),
+    });
+    running.set(channel, { channel, settings: settingsOf(channel, config), adapter, served });
+  }
+
+  /** Start, restart or stop each channel to match the configuration. */
+  async function apply(config: ChannelConfig, failHard: boolean): Promise<void> {
+    for (const status of channelStatus(config)) {
+      const current = running.get(status.channel);
+      const settings = settingsOf(status.channel, config);
+      if (current !== undefined && (!status.configured || current.settings !== settings)) {
+        await current.served.stop();
+        running.delete(status.channel);
+        log.info({ channel: status.channel }, status.configured ? 'channel settings changed: restarting it' : 'channel no longer configured: stopped');
+      }
+      if (status.configured && !running.has(status.channel)) {
+        try {
+          await startChannel(status.channel, config);
+        } catch (error) {
+          if (failHard) throw error;
+          log.error({ channel: status.channel, err: error }, 'channel could not start with its new settings; fix them with roster channel add or on the page');
+        }
+      }
+    }
+  }
+
+  let ownServer: http.Server | null = null;
+  let webhookUrl: string | null = null;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    if (options.credentials !== undefined) lastVersion = await options.credentials.version();
+    await apply(await effectiveConfig(), true);
+    if ((options.webhooksOn ?? 'own-port') === 'own-port') {
+      const server = http.createServer((request, response) => {
+        if (request.method !== 'POST') return answer(response, 405);
+        webhooks.handle(request, response);
       });
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(options.config.GATEWAY_PORT, options.config.HOST, () => resolve());
+      });
+      ownServer = server;
+      const address = server.address() as AddressInfo;
+      webhookUrl = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
     }
   } catch (error) {
-    await Promise.allSettled(served.map((entry) => entry.served.stop()));
+    await Promise.allSettled([...running.values()].map((entry) => entry.served.stop()));
     throw error;
   }
-  const names = served.map((entry) => entry.channel);
-  log.info({ channels: names }, 'gateway ready');
+
+  async function reload(): Promise<void> {
+    if (options.credentials === undefined) return;
+    const version = await options.credentials.version();
+    if (version === lastVersion) return;
+    lastVersion = version;
+    await apply(await effectiveConfig(), false);
+  }
+  const queueReload = () => {
+    reloading = reloading.then(reload).catch((error: unknown) => log.error({ err: error }, 'stored channel credentials could not be read'));
+    return reloading;
+  };
+  if (options.credentials !== undefined) {
+    timer = setInterval(() => void queueReload(), options.reloadMs ?? 5000);
+    timer.unref();
+  }
+
+  log.info({ channels: [...running.keys()], webhooks: webhookUrl }, 'gateway ready');
   return {
-    channels: names,
+    get channels() {
+      return [...running.keys()];
+    },
+    webhooks,
+    webhookUrl,
+    reload: queueReload,
     async stop() {
-      await Promise.allSettled(served.map((entry) => entry.served.stop()));
+      if (timer !== undefined) clearInterval(timer);
+      await reloading;
+      await Promise.allSettled([...running.values()].map((entry) => entry.served.stop()));
+      running.clear();
+      if (ownServer !== null) {
+        ownServer.closeAllConnections();
+        await new Promise<void>((resolve) => ownServer!.close(() => resolve()));
+      }
       log.info('gateway stopped');
     },
   };

@@ -1,3 +1,5 @@
+import type { ChannelCredentialStore } from '@roster/channels';
+import type { ChannelWebhooks } from '@roster/gateway';
 import type { Config, Logger } from '@roster/config';
 import type { Database } from '@roster/db';
 import type { Runtime } from '@roster/runtime';
@@ -10,4 +12,16 @@ export interface RouteContext {
   runtime: Runtime;
   logger: Logger;
   routes: ApiRoutes;
+  /** Channel credentials and the gateway of this process, when there is one. */
+  channels: ServerChannels | undefined;
+}
+
+/** What the server knows of the channels beyond the configuration. */
+export interface ServerChannels {
+  /** The stored, sealed channel credentials. */
+  credentials: ChannelCredentialStore;
+  /** The platforms' webhooks of the gateway in this process (Slack's events, Telegram's updates), mounted on the server's port. */
+  webhooks?: ChannelWebhooks;
+  /** Tell the gateway of this process that credentials changed. */
+  changed?: () => Promise<void>;
 }

@@ -11,7 +11,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRepl
 import { admit, allowedHostNames, hostName } from './access.js';
 import { ApiRoutes } from './api.js';
 import { mountBullBoards } from './bull-board.js';
-import type { RouteContext } from './context.js';
+import type { RouteContext, ServerChannels } from './context.js';
 import { ApiError, describeError } from './errors.js';
 import { agentRoutes } from './routes/agents.js';
 import { authRoutes } from './routes/auth.js';
@@ -19,7 +19,10 @@ import { chatRoutes } from './routes/chat.js';
 import { learningRoutes } from './routes/learning.js';
 import { memoryRoutes } from './routes/memory.js';
 import { peopleRoutes } from './routes/people.js';
+import { channelRoutes } from './routes/channels.js';
+import type { ChannelWebhooks } from '@roster/gateway';
 
+export type { ServerChannels } from './context.js';
 export { bullBoardPath, readOnlyBullBoardPath } from './bull-board.js';
 export {
   apiTokenPrefix,
@@ -42,6 +45,8 @@ export interface ServerOptions {
   logger: Logger;
   /** The job queues Bull Board shows at /admin/queues. */
   queues?: readonly Queue[];
+  /** Stored channel credentials, and the gateway of this process: its webhooks are served on this port. */
+  channels?: ServerChannels;
 }
 
 /** What `/healthz` answers. */
@@ -127,13 +132,15 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
   await servePage(app);
 
   const routes = new ApiRoutes(app);
-  const context: RouteContext = { config, database, runtime, logger, routes };
+  const context: RouteContext = { config, database, runtime, logger, routes, channels: options.channels };
   authRoutes(context);
   agentRoutes(context);
   chatRoutes(context);
   memoryRoutes(context);
   learningRoutes(context);
   peopleRoutes(context);
+  channelRoutes(context);
+  if (options.channels?.webhooks !== undefined) await mountWebhooks(app, options.channels.webhooks);
   app.get('/api/openapi.json', { config: { access: 'person' } }, async () => routes.document({ title: 'Roster', version: '0.1.0' }));
 
   if (options.queues !== undefined && options.queues.length > 0) await mountBullBoards(app, database, options.queues, showStack);
@@ -162,6 +169,26 @@ async function servePage(app: FastifyInstance): Promise<void> {
         .header('x-content-type-options', 'nosniff')
         .sendFile(pageShell, publicDirectory),
     );
+  }
+}
+
+/**
+ * The platforms' webhooks on the server's port: Slack's events and
+ * Telegram's updates go, unread, to the gateway of this process, whose
+ * channels check them (Slack's signature, Telegram's secret header). They
+ * need no session; the Host check above still applies.
+ */
+async function mountWebhooks(app: FastifyInstance, webhooks: ChannelWebhooks): Promise<void> {
+  for (const path of webhooks.paths) {
+    app.post(path, {
+      // Handed over before Fastify reads the body: the channel verifies the exact bytes it was signed over.
+      onRequest: (request, reply, done) => {
+        reply.hijack();
+        webhooks.handle(request.raw, reply.raw);
+        done();
+      },
+      handler: async () => undefined,
+    });
   }
 }
 

@@ -1,1 +1,11 @@
-export { checkTelegramToken, createTelegramAdapter, telegramTextLimit, toChannelError, type TelegramAdapterOptions } from './telegram-adapter.js';
+export {
+  checkTelegramToken,
+  createTelegramAdapter,
+  telegramSecretHeader,
+  telegramTextLimit,
+  telegramWebhookPath,
+  toChannelError,
+  type TelegramAdapter,
+  type TelegramAdapterOptions,
+  type TelegramWebhookRequest,
+} from './telegram-adapter.js';

@@ -1,3 +1,4 @@
+import { timingSafeEqual } from 'node:crypto';
 import type { Logger } from '@roster/config';
 import { ChannelError, telegramCommand, type ChannelAdapter, type ChannelEvent, type ChannelStartOptions, type ChannelTarget } from '@roster/channels';
 import { Telegraf, Telegram, TelegramError } from 'telegraf';
@@ -11,7 +12,38 @@ export interface TelegramAdapterOptions {
   /** Another Bot API server (a self-hosted one; TELEGRAM_API_ROOT); Telegram's own by default. */
   apiRoot?: string;
   logger?: Logger;
+  /**
+   * Webhook mode instead of long polling: Telegram posts each update to
+   * `url` (public, https), with `secretToken` in the
+   * X-Telegram-Bot-Api-Secret-Token header; the server hands the request to
+   * `handleWebhook`. The secret is 1 to 256 of A-Z a-z 0-9 _ -.
+   */
+  webhook?: { url: string; secretToken: string };
 }
+
+/** A webhook request as the server received it. */
+export interface TelegramWebhookRequest {
+  headers: Record<string, string | string[] | undefined>;
+  body: unknown;
+}
+
+/** The Telegram adapter: the contract, plus the webhook entry the server mounts in webhook mode. */
+export interface TelegramAdapter extends ChannelAdapter {
+  readonly mode: 'polling' | 'webhook';
+  /**
+   * One webhook request: 401 when the secret header is missing or wrong
+   * (nothing is handled), 400 when the body is not an update, 503 before the
+   * adapter started, else 200 once the update is handed on (answers are sent
+   * on their own, not in the webhook's response).
+   */
+  handleWebhook(request: TelegramWebhookRequest): Promise<number>;
+}
+
+/** Where the server receives Telegram's webhook requests. */
+export const telegramWebhookPath = '/telegram/webhook';
+
+/** The header Telegram sends the webhook's secret in. */
+export const telegramSecretHeader = 'x-telegram-bot-api-secret-token';
 
 /** Telegram's longest text message, in UTF-16 code units. */
 export const telegramTextLimit = 4096;
@@ -24,14 +56,22 @@ const approvalData = /^roster:(approve|reject):([0-9a-f-]{36})$/;
  * bot, replies to the bot, or is a command. Text goes out plain (no parse
  * mode), so nothing needs escaping. Approvals carry an inline keyboard.
  */
-export function createTelegramAdapter(options: TelegramAdapterOptions): ChannelAdapter {
+export function createTelegramAdapter(options: TelegramAdapterOptions): TelegramAdapter {
   const account = options.account ?? 'default';
+  if (options.webhook !== undefined && !/^[A-Za-z0-9_-]{1,256}$/.test(options.webhook.secretToken)) {
+    throw new ChannelError('failed', 'A Telegram webhook secret is 1 to 256 of A-Z, a-z, 0-9, _ and -.');
+  }
+  if (options.webhook !== undefined && !/^https:\/\//.test(options.webhook.url) && !/^http:\/\/(127\.0\.0\.1|localhost|\[::1\])[:/]/.test(options.webhook.url)) {
+    throw new ChannelError('failed', `Telegram posts webhooks to https addresses only, not ${JSON.stringify(options.webhook.url)}.`);
+  }
+  const secret = options.webhook === undefined ? null : Buffer.from(options.webhook.secretToken);
   const log = options.logger?.child({ component: 'gateway/telegram', account });
   // The Bot API path is resolved against the root: keep its own path (a proxy's prefix) by ending it with /.
   const apiRoot = options.apiRoot === undefined ? undefined : options.apiRoot.endsWith('/') ? options.apiRoot : `${options.apiRoot}/`;
   const bot = new Telegraf(options.token, { telegram: apiRoot === undefined ? {} : { apiRoot } });
   let me: UserFromGetMe | undefined;
   let polling: Promise<void> | undefined;
+  let receiving = false;
 
   /** A Bot API call, its failure said in Roster's terms (never with the text that was sent). */
   async function call<T>(what: string, run: () => Promise<T>): Promise<T> {
@@ -124,6 +164,7 @@ export function createTelegramAdapter(options: TelegramAdapterOptions): ChannelA
   return {
     channel: 'telegram',
     account,
+    mode: options.webhook === undefined ? 'polling' : 'webhook',
     capabilities: { threads: false, buttons: true, media: false, typing: true, textLimit: telegramTextLimit, commandPrefix: '/' },
 
     async start(start) {
@@ -135,6 +176,14 @@ export function createTelegramAdapter(options: TelegramAdapterOptions): ChannelA
       bot.catch((error) => log?.error({ err: safeError(error) }, 'a Telegram update could not be handled'));
       me = await call('getMe', () => bot.telegram.getMe());
       bot.botInfo = me;
+      if (options.webhook !== undefined) {
+        await call('setWebhook', () =>
+          bot.telegram.setWebhook(options.webhook!.url, { secret_token: options.webhook!.secretToken, allowed_updates: ['message', 'callback_query'] }),
+        );
+        receiving = true;
+        log?.info({ bot: me.username, url: options.webhook.url }, 'Telegram bot receiving (webhook)');
+        return;
+      }
       // Long polling needs no webhook; launch removes one left by another setup, then polls until stopped.
       polling = bot.launch({ allowedUpdates: ['message', 'callback_query'] }).catch((error: unknown) => {
         log?.error({ err: safeError(error) }, 'Telegram polling stopped: check TELEGRAM_BOT_TOKEN, and that no other process polls this bot');
@@ -143,10 +192,24 @@ export function createTelegramAdapter(options: TelegramAdapterOptions): ChannelA
     },
 
     async stop() {
+      // A webhook stays set while Roster is down: Telegram keeps the updates and posts them again later.
+      receiving = false;
       if (polling === undefined) return;
       bot.stop('roster stops');
       await polling;
       polling = undefined;
+    },
+
+    async handleWebhook(request) {
+      const given = request.headers[telegramSecretHeader];
+      const offered = Buffer.from(typeof given === 'string' ? given : '');
+      if (secret === null || offered.length !== secret.length || !timingSafeEqual(offered, secret)) return 401;
+      if (!receiving) return 503;
+      const update = request.body;
+      if (typeof update !== 'object' || update === null || typeof (update as { update_id?: unknown }).update_id !== 'number') return 400;
+      // Handled in order; telegraf's handlers hand messages on without waiting for the answers.
+      await bot.handleUpdate(update as Update);
+      return 200;
     },
 
     async sendText(target, text) {

@@ -6,3 +6,12 @@ export { SenderRateLimit } from './rate-limit.js';
 export { retryRateLimited, type RetryOptions } from './retry.js';
 export { serveChannel, type ApprovalDesk, type ServeChannelOptions, type ServedChannel } from './serve.js';
 export { splitText } from './split.js';
+export {
+  checkCredentialChannel,
+  createChannelCredentialStore,
+  credentialChannels,
+  credentialSpecs,
+  type ChannelCredentialStore,
+  type CredentialChannel,
+  type StoredCredentials,
+} from './credentials.js';

@@ -265,6 +265,12 @@ export const environment = {
     example: 'http://127.0.0.1:8081',
     description: 'Another Telegram Bot API server (a self-hosted one). Unset: Telegram’s own, https://api.telegram.org.',
   },
+  TELEGRAM_WEBHOOK_URL: {
+    schema: optionalUrl(['https:', 'http:']),
+    example: 'https://roster.example.com/telegram/webhook',
+    description:
+      'Webhook mode for Telegram: the public https address Telegram posts updates to, which your proxy sends to this server’s /telegram/webhook. Unset: long polling.',
+  },
   DISCORD_BOT_TOKEN: {
     schema: optionalSecret(),
     example: 'MTA…',
@@ -289,15 +295,16 @@ export const environment = {
     description: 'Verifies Slack events delivered over HTTP.',
     secret: true,
   },
-  SLACK_EVENTS_PORT: {
-    schema: port.default(8421),
-    example: '8421',
-    description: 'Where the gateway listens for Slack events over HTTP (POST /slack/events, on HOST), when SLACK_SIGNING_SECRET is set and SLACK_APP_TOKEN is not.',
-  },
   SLACK_API_URL: {
     schema: optionalUrl(['http:', 'https:']),
     example: 'https://slack.com/api/',
     description: 'Another Slack Web API root (a proxy). Unset: Slack’s own.',
+  },
+  GATEWAY_PORT: {
+    schema: port.default(8421),
+    example: '8421',
+    description:
+      'Where a gateway running without the server (roster gateway) listens for platforms’ webhooks (POST /slack/events, /telegram/webhook, on HOST). Under roster start they arrive on PORT.',
   },
   WHATSAPP_ENABLED: {
     schema: z

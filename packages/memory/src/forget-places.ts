@@ -74,6 +74,10 @@ export const forgetPlaces: Readonly<Record<string, ForgetReach>> = {
   'channel_bindings.account': noWords('a channel account id'),
   'channel_bindings.policy': enumeration,
   'channel_bindings.allowlist': noWords('handles allowed to talk'),
+  'channel_credentials.channel': enumeration,
+  'channel_credentials.account': noWords('a channel account id'),
+  'channel_credentials.name': noWords('the name of a credential (bot_token, signing_secret)'),
+  'channel_credentials.sealed': noWords('a bot token sealed with the installation key'),
   'refused_messages.channel': enumeration,
   'refused_messages.account': noWords('a channel account id'),
 

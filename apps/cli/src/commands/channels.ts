@@ -1,6 +1,7 @@
+import { createChannelCredentialStore, credentialSpecs, type CredentialChannel } from '@roster/channels';
 import type { Channel, ChannelBinding } from '@roster/core';
 import { UsageError } from '@roster/errors';
-import { channelStatus } from '@roster/gateway';
+import { channelStatus, withStoredCredentials } from '@roster/gateway';
 import type { CommandIo } from '../io.js';
 import { exitCode } from '../io.js';
 import { parseCommand } from '../parse.js';
@@ -27,12 +28,38 @@ function describe(binding: ChannelBinding): string {
   return `${binding.channel}${binding.account === 'default' ? '' : ` (${binding.account})`} → ${who}; answers ${let_in}`;
 }
 
-/** roster channel add CHANNEL [--account A] [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE …] */
+/** The options that carry a channel's credentials, by the credential each stores. */
+const credentialOptions: Record<CredentialChannel, Record<string, string>> = {
+  telegram: { token: 'bot_token' },
+  slack: { 'bot-token': 'bot_token', 'signing-secret': 'signing_secret', 'app-token': 'app_token' },
+  discord: { token: 'bot_token' },
+};
+
+/** A secret given as `-` is read from standard input (one line), so it stays out of the shell's history and the process list. */
+async function secretValue(value: string, option: string): Promise<string> {
+  if (value !== '-') return value;
+  if (process.stdin.isTTY) throw new UsageError(`--${option} - reads the value from standard input: pipe it in (e.g. < token.txt).`);
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8').split('\n')[0]!.trim();
+}
+
+/** roster channel add CHANNEL [--token T | --bot-token T --signing-secret S | --app-token A] [--account A] [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE …] */
 export async function runChannelAdd(args: string[], io: CommandIo): Promise<number> {
-  const usage = 'roster channel add telegram|slack [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE]…';
+  const usage = 'roster channel add telegram|discord --token T | slack --bot-token T (--signing-secret S | --app-token A) [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE]…';
   const { values, positionals } = parseCommand(
     args,
-    { account: { type: 'string' }, agent: { type: 'string' }, policy: { type: 'string' }, allow: { type: 'string', multiple: true }, json: { type: 'boolean' } },
+    {
+      account: { type: 'string' },
+      agent: { type: 'string' },
+      policy: { type: 'string' },
+      allow: { type: 'string', multiple: true },
+      json: { type: 'boolean' },
+      token: { type: 'string' },
+      'bot-token': { type: 'string' },
+      'signing-secret': { type: 'string' },
+      'app-token': { type: 'string' },
+    },
     true,
   );
   if (positionals.length !== 1) throw new UsageError(`Name one channel: ${usage}.`);
@@ -41,8 +68,39 @@ export async function runChannelAdd(args: string[], io: CommandIo): Promise<numb
   if (!(policies as readonly string[]).includes(policy)) throw new UsageError(`--policy is one of ${policies.join(', ')}, got ${JSON.stringify(policy)}.`);
   const allow = (values.allow as unknown as string[] | undefined) ?? [];
   if (allow.length > 0 && policy !== 'allowlist') throw new UsageError('--allow lists handles for --policy allowlist only.');
-  const { database, roster } = await openRoster(io);
+  // Credentials: only the options this channel takes.
+  const accepted = (credentialOptions as Record<string, Record<string, string>>)[channel] ?? {};
+  const secrets: Record<string, string> = {};
+  for (const option of ['token', 'bot-token', 'signing-secret', 'app-token']) {
+    const value = values[option];
+    if (typeof value !== 'string') continue;
+    const name = accepted[option];
+    if (name === undefined) {
+      const takes = Object.keys(accepted).map((known) => `--${known}`);
+      throw new UsageError(`${channel} takes ${takes.length === 0 ? 'no token option' : takes.join(', ')}, not --${option}.`);
+    }
+    secrets[name] = await secretValue(value, option);
+  }
+  const account = typeof values.account === 'string' ? values.account : 'default';
+  if (Object.keys(secrets).length > 0 && account !== 'default') {
+    throw new UsageError('Roster serves one bot per channel, the default account: give tokens without --account.');
+  }
+  const { database, roster, key } = await openRoster(io);
   try {
+    const credentials = createChannelCredentialStore(database, key);
+    if (Object.keys(secrets).length > 0) {
+      // Checked before anything is bound: a wrong token changes nothing.
+      await credentials.set(channel, secrets);
+      io.err(`Stored ${Object.keys(secrets).map((name) => credentialSpecs[channel as CredentialChannel][name]!.label).join(' and ')} for ${channel}, sealed with the installation key. A running gateway picks it up within seconds.`);
+    }
+    const bindingGiven = typeof values.agent === 'string' || values.policy !== undefined || allow.length > 0 || typeof values.account === 'string';
+    if (Object.keys(secrets).length > 0 && !bindingGiven) {
+      // Only a token: the channel's binding, if any, stays as it was.
+      const current = (await roster.core.directory.listBindings()).find((entry) => entry.channel === channel && entry.account === 'default');
+      if (values.json === true) io.out(JSON.stringify(current ?? null));
+      else io.out(current === undefined ? `${channel}: no binding, so linked people talk to the wallet (bind it with --agent or --policy).` : `Kept ${describe(current)}.`);
+      return exitCode.ok;
+    }
     const binding = await roster.core.directory.bindChannel({
       channel,
       policy: policy as ChannelBinding['policy'],
@@ -52,8 +110,8 @@ export async function runChannelAdd(args: string[], io: CommandIo): Promise<numb
     });
     io.out(values.json === true ? JSON.stringify(binding) : `Bound ${describe(binding)}.`);
     const { config } = loadConfig(io);
-    const status = channelStatus(config).find((entry) => entry.channel === channel);
-    if (status !== undefined && !status.configured) io.err(`${channel} is ${status.detail}: the gateway serves it once its token is set.`);
+    const status = channelStatus(withStoredCredentials(config, await credentials.open())).find((entry) => entry.channel === channel);
+    if (status !== undefined && !status.configured) io.err(`${channel} ${status.detail.startsWith('not') ? 'is ' : ''}${status.detail}: the gateway serves it once its token is set.`);
     return exitCode.ok;
   } finally {
     await database.close();
@@ -63,10 +121,10 @@ export async function runChannelAdd(args: string[], io: CommandIo): Promise<numb
 /** roster channel list [--json] */
 export async function runChannelList(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseCommand(args, { json: { type: 'boolean' } });
-  const { database, roster, config } = await openRoster(io);
+  const { database, roster, config, key } = await openRoster(io);
   try {
     const bindings = await roster.core.directory.listBindings();
-    const statuses = channelStatus(config);
+    const statuses = channelStatus(withStoredCredentials(config, await createChannelCredentialStore(database, key).open()));
     const channels = statuses.map((status) => ({
       channel: status.channel,
       configured: status.configured,
@@ -87,21 +145,27 @@ export async function runChannelList(args: string[], io: CommandIo): Promise<num
   }
 }
 
-/** roster channel remove CHANNEL [--account A] */
+/** roster channel remove CHANNEL [--account A]: its binding and its stored credentials. */
 export async function runChannelRemove(args: string[], io: CommandIo): Promise<number> {
-  const usage = 'roster channel remove telegram|slack [--account A]';
+  const usage = 'roster channel remove telegram|slack|discord|whatsapp [--account A]';
   const { values, positionals } = parseCommand(args, { account: { type: 'string' } }, true);
   if (positionals.length !== 1) throw new UsageError(`Name one channel: ${usage}.`);
   const channel = channelOf(positionals[0], usage);
-  const { database, roster } = await openRoster(io);
+  const { database, roster, key, config } = await openRoster(io);
   try {
     const account = typeof values.account === 'string' ? values.account : 'default';
-    const removed = await roster.core.directory.unbindChannel(channel, account);
-    if (!removed) {
-      io.err(`${channel}${account === 'default' ? '' : ` (${account})`} has no binding; nothing changed.`);
+    const unbound = await roster.core.directory.unbindChannel(channel, account);
+    const credentials = (credentialSpecs as Record<string, unknown>)[channel] === undefined ? 0 : await createChannelCredentialStore(database, key).clear(channel, account);
+    const named = `${channel}${account === 'default' ? '' : ` (${account})`}`;
+    if (!unbound && credentials === 0) {
+      io.err(`${named} has no binding and no stored token; nothing changed.`);
       return exitCode.failure;
     }
-    io.out(`Removed the ${channel} binding: it answers linked people only again, talking to the wallet. Its token stays in the environment.`);
+    if (unbound) io.out(`Removed the ${named} binding: it answers linked people only again, talking to the wallet.`);
+    if (credentials > 0) {
+      const status = channelStatus(config).find((entry) => entry.channel === channel);
+      io.out(`Removed the stored token${credentials === 1 ? '' : 's'} of ${named}${status?.configured === true ? '; the one in the environment stays in force' : ': a running gateway stops serving it within seconds'}.`);
+    }
     return exitCode.ok;
   } finally {
     await database.close();

@@ -1,7 +1,8 @@
-import { redactUrl, type Config } from '@roster/config';
+import { createChannelCredentialStore } from '@roster/channels';
+import { loadInstallationKey, redactUrl, type Config, type InstallationKey } from '@roster/config';
 import { compareVersions, loadMigrations, minimumPgvector, openDatabase, type Database } from '@roster/db';
 import { checkModelReference } from '@roster/engines';
-import { checkChannels } from '@roster/gateway';
+import { checkChannels, withStoredCredentials, type OpenedCredentials } from '@roster/gateway';
 import { noJudgeNotice } from '@roster/jobs';
 import { redisStatus } from '@roster/redis';
 import type { CommandIo } from '../io.js';
@@ -31,9 +32,21 @@ export async function runDoctor(args: string[], io: CommandIo): Promise<number> 
   } catch (error) {
     checks.push({ name: 'database', status: 'fail', detail: (error as Error).message });
   }
+  let key: InstallationKey | undefined;
+  try {
+    key = loadInstallationKey(config);
+  } catch (error) {
+    checks.push({ name: 'key', status: 'fail', detail: (error as Error).message });
+  }
+  let stored: OpenedCredentials = {};
   if (database !== undefined) {
     try {
       checks.push(...(await databaseChecks(database)));
+      if (key !== undefined) {
+        const keyed = await keyCheck(database, key);
+        checks.push(keyed);
+        if (keyed.status === 'ok') stored = await storedCredentials(database, key, checks);
+      }
     } finally {
       await database.close();
     }
@@ -48,7 +61,7 @@ export async function runDoctor(args: string[], io: CommandIo): Promise<number> 
   checks.push(await judgeCheck(config));
   checks.push(await modelCheck('embedder', config.ROSTER_EMBEDDER, config));
   // A configured token is tried against its platform: ok only when the platform takes it.
-  for (const channel of await checkChannels(config)) checks.push({ name: channel.channel, status: channel.status, detail: channel.detail });
+  for (const channel of await checkChannels(withStoredCredentials(config, stored))) checks.push({ name: channel.channel, status: channel.status, detail: channel.detail });
 
   if (values.json === true) io.out(JSON.stringify({ ok: checks.every((c) => c.status !== 'fail'), checks }));
   else {
@@ -56,6 +69,37 @@ export async function runDoctor(args: string[], io: CommandIo): Promise<number> 
     for (const check of checks) io.out(`${check.name.padEnd(width)}  ${check.status.padEnd(4)}  ${check.detail}`);
   }
   return checks.some((check) => check.status === 'fail') ? exitCode.failure : exitCode.ok;
+}
+
+/**
+ * The installation key: where it comes from, and whether it is the one the
+ * database was keyed with (a process with another key is refused at start).
+ */
+async function keyCheck(database: Database, key: InstallationKey): Promise<Check> {
+  const bound = await database.ownerScope('doctor: read the installation key fingerprint', async (tx) => {
+    const table = await tx.query<{ exists: boolean }>(`select to_regclass('installation_key') is not null as exists`);
+    if (table.rows[0]?.exists !== true) return null;
+    const { rows } = await tx.query<{ fingerprint: string }>('select fingerprint from installation_key');
+    return rows[0]?.fingerprint ?? null;
+  });
+  if (bound !== null && bound !== key.fingerprint) {
+    return { name: 'key', status: 'fail', detail: `this process holds ${key.fingerprint} (from ${key.source}), but the database is keyed with ${bound}: use that key` };
+  }
+  return { name: 'key', status: 'ok', detail: `${key.fingerprint} from ${key.source}${bound === null ? ' (the database is keyed on first start)' : ''}` };
+}
+
+/** The stored channel credentials, opened; a failure to open them is a failed line, not a crash. */
+async function storedCredentials(database: Database, key: InstallationKey, checks: Check[]): Promise<OpenedCredentials> {
+  try {
+    const exists = await database.ownerScope('doctor: look for stored channel credentials', async (tx) => {
+      const { rows } = await tx.query<{ exists: boolean }>(`select to_regclass('channel_credentials') is not null as exists`);
+      return rows[0]?.exists === true;
+    });
+    return exists ? await createChannelCredentialStore(database, key).open() : {};
+  } catch (error) {
+    checks.push({ name: 'credentials', status: 'fail', detail: `stored channel credentials could not be opened: ${(error as Error).message}` });
+    return {};
+  }
 }
 
 async function databaseChecks(database: Database): Promise<Check[]> {

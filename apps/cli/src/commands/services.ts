@@ -1,4 +1,5 @@
-import { startGateway } from '@roster/gateway';
+import { createChannelCredentialStore } from '@roster/channels';
+import { startGateway, type RunningGateway } from '@roster/gateway';
 import { connectionFromUrl, createQueues, type QueueSet } from '@roster/jobs';
 import { ensureRedis } from '@roster/redis';
 import { createRuntime } from '@roster/runtime';
@@ -35,14 +36,35 @@ export async function runServices(args: string[], io: CommandIo, services: reado
       stops.push(() => own.close());
       queues = own;
     }
+    const credentials = createChannelCredentialStore(database, key);
+    let gateway: RunningGateway | undefined;
     if (services.includes('gateway')) {
-      const gateway = await startGateway({ config, database, core: runtime.core, audit: runtime.memory.audit, logger });
-      stops.push(() => gateway.stop());
+      gateway = await startGateway({
+        config,
+        database,
+        core: runtime.core,
+        audit: runtime.memory.audit,
+        logger,
+        key,
+        credentials,
+        // With the server in this process, platforms post to its port; alone, the gateway listens on GATEWAY_PORT.
+        webhooksOn: services.includes('server') ? 'server' : 'own-port',
+      });
+      const running = gateway;
+      stops.push(() => running.stop());
     }
     if (services.includes('server')) {
       const warning = exposureWarning(config);
       if (warning !== null) io.err(warning);
-      const app = await createServer({ config, database, runtime, redisUrl: redis.url, logger, ...(queues === undefined ? {} : { queues: Object.values(queues.queues) }) });
+      const app = await createServer({
+        config,
+        database,
+        runtime,
+        redisUrl: redis.url,
+        logger,
+        channels: { credentials, ...(gateway === undefined ? {} : { webhooks: gateway.webhooks, changed: gateway.reload }) },
+        ...(queues === undefined ? {} : { queues: Object.values(queues.queues) }),
+      });
       const address = await listen(app, config);
       stops.push(() => app.close());
       io.out(`Roster is running at ${address} (${database.kind} database${database.kind === 'embedded' ? ` in ${database.location}` : ''}${redis.private ? ', private Redis' : ''}). Press Ctrl+C to stop.`);

@@ -1,11 +1,10 @@
-import { channelStatus } from '@roster/gateway';
 import { listAuditEvents } from '@roster/memory';
 import { z } from 'zod';
 import type { RouteContext } from '../context.js';
 import { nameParam, personSchema, showPerson } from '../schemas.js';
 
-/** The owner's directory (people, their channel handles, link codes), the channels, and the audit log. */
-export function peopleRoutes({ routes, runtime, database, config }: RouteContext): void {
+/** The owner's directory (people, their channel handles, link codes) and the audit log. */
+export function peopleRoutes({ routes, runtime, database }: RouteContext): void {
   const { directory } = runtime.core;
 
   routes.add({
@@ -55,17 +54,6 @@ export function peopleRoutes({ routes, runtime, database, config }: RouteContext
       const person = await directory.personByName(params.name);
       const { code, expiresAt } = await directory.createLinkCode(person.id);
       return { code, expiresAt: expiresAt.toISOString() };
-    },
-  });
-
-  routes.add({
-    method: 'GET',
-    url: '/api/channels',
-    summary: 'The channels, and whether each is configured.',
-    access: 'owner',
-    response: { status: 200, schema: z.object({ channels: z.array(z.object({ channel: z.string(), configured: z.boolean(), detail: z.string() })) }) },
-    async handle() {
-      return { channels: channelStatus(config) };
     },
   });
 

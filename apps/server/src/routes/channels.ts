@@ -1,0 +1,158 @@
+import { credentialChannels, credentialSpecs } from '@roster/channels';
+import { channelStatus, withStoredCredentials } from '@roster/gateway';
+import { z } from 'zod';
+import type { RouteContext } from '../context.js';
+import { ApiError } from '../errors.js';
+import { nameParam } from '../schemas.js';
+
+const bindable = ['telegram', 'slack', 'discord', 'whatsapp'] as const;
+
+const bindingSchema = z.object({
+  account: z.string(),
+  agent: z.string().nullable(),
+  policy: z.enum(['pairing', 'allowlist', 'open']),
+  allowlist: z.array(z.string()),
+});
+
+const channelSchema = z.object({
+  channel: z.string(),
+  configured: z.boolean(),
+  detail: z.string(),
+  /** Which credentials this channel takes, and where each comes from: never their values. */
+  credentials: z.array(
+    z.object({
+      name: z.string(),
+      label: z.string(),
+      variable: z.string(),
+      source: z.enum(['environment', 'stored', 'unset']).describe('environment: the variable is set and wins; stored: entered on the page or with roster channel add; unset.'),
+      updatedAt: z.iso.datetime().nullable(),
+    }),
+  ),
+  bindings: z.array(bindingSchema),
+});
+
+/**
+ * The channels: their state, their credentials (write only: which are set
+ * and from where, never a value), and their bindings (agent and policy).
+ */
+export function channelRoutes({ routes, runtime, config, channels }: RouteContext): void {
+  const { directory } = runtime.core;
+
+  async function describeChannels(): Promise<Array<z.infer<typeof channelSchema>>> {
+    const [stored, opened, bindings] = await Promise.all([
+      channels?.credentials.list() ?? [],
+      channels?.credentials.open() ?? {},
+      directory.listBindings(),
+    ]);
+    const effective = withStoredCredentials(config, opened);
+    return channelStatus(effective).map((status) => {
+      const specs = (credentialSpecs as Record<string, Record<string, { label: string; variable: string }>>)[status.channel] ?? {};
+      const own = stored.find((entry) => entry.channel === status.channel && entry.account === 'default');
+      return {
+        ...status,
+        credentials: Object.entries(specs).map(([name, spec]) => {
+          const fromEnvironment = (config as unknown as Record<string, unknown>)[spec.variable] !== undefined;
+          const isStored = own?.names.includes(name) ?? false;
+          return {
+            name,
+            label: spec.label,
+            variable: spec.variable,
+            source: fromEnvironment ? 'environment' : isStored ? 'stored' : 'unset',
+            updatedAt: isStored && !fromEnvironment ? own!.updatedAt.toISOString() : null,
+          } as const;
+        }),
+        bindings: bindings.filter((binding) => binding.channel === status.channel).map(({ account, agent, policy, allowlist }) => ({ account, agent, policy, allowlist })),
+      };
+    });
+  }
+
+  function store() {
+    if (channels === undefined) throw new ApiError(503, 'credentials_unavailable', 'This server keeps no channel credentials: start it with roster start.');
+    return channels;
+  }
+
+  routes.add({
+    method: 'GET',
+    url: '/api/channels',
+    summary: 'The channels: whether each is configured, where its credentials come from (never their values), and its bindings.',
+    access: 'owner',
+    response: { status: 200, schema: z.object({ channels: z.array(channelSchema) }) },
+    async handle() {
+      return { channels: await describeChannels() };
+    },
+  });
+
+  const credentialChannel = z.enum(credentialChannels);
+  routes.add({
+    method: 'POST',
+    url: '/api/channels/:channel/credentials',
+    summary:
+      'Store a channel’s bot token (and Slack’s signing secret or app token), sealed with the installation key. Write only: the answer and every later one say only that it is set. A running gateway picks it up within seconds.',
+    access: 'owner',
+    params: z.object({ channel: credentialChannel }),
+    body: z.object({ values: z.record(z.string().min(1).max(40), z.string().max(1024)) }),
+    response: { status: 200, schema: z.object({ channel: channelSchema }) },
+    errors: [503],
+    async handle({ params, body }) {
+      const { credentials, changed } = store();
+      await credentials.set(params.channel, body.values);
+      await changed?.();
+      return { channel: (await describeChannels()).find((entry) => entry.channel === params.channel)! };
+    },
+  });
+
+  routes.add({
+    method: 'DELETE',
+    url: '/api/channels/:channel/credentials',
+    summary: 'Remove a channel’s stored credentials (a variable in the environment stays in force).',
+    access: 'owner',
+    params: z.object({ channel: credentialChannel }),
+    response: { status: 200, schema: z.object({ removed: z.number().int(), channel: channelSchema }) },
+    errors: [503],
+    async handle({ params }) {
+      const { credentials, changed } = store();
+      const removed = await credentials.clear(params.channel);
+      await changed?.();
+      return { removed, channel: (await describeChannels()).find((entry) => entry.channel === params.channel)! };
+    },
+  });
+
+  routes.add({
+    method: 'POST',
+    url: '/api/channels/:channel/binding',
+    summary: 'Bind the channel’s bot to one agent (or the whole wallet, with agent null) under an access policy.',
+    access: 'owner',
+    params: z.object({ channel: z.enum(bindable) }),
+    body: z.object({
+      agent: nameParam.nullable().optional(),
+      policy: z.enum(['pairing', 'allowlist', 'open']).optional(),
+      allowlist: z.array(z.string().min(1).max(200)).max(500).optional(),
+    }),
+    response: { status: 200, schema: bindingSchema },
+    errors: [404],
+    async handle({ params, body }) {
+      if ((body.allowlist?.length ?? 0) > 0 && body.policy !== 'allowlist') {
+        throw new ApiError(400, 'invalid_request', 'body.allowlist: handles are listed for the allowlist policy only.');
+      }
+      const binding = await directory.bindChannel({
+        channel: params.channel,
+        agent: body.agent ?? null,
+        ...(body.policy === undefined ? {} : { policy: body.policy }),
+        ...(body.allowlist === undefined ? {} : { allowlist: body.allowlist }),
+      });
+      return { account: binding.account, agent: binding.agent, policy: binding.policy, allowlist: binding.allowlist };
+    },
+  });
+
+  routes.add({
+    method: 'DELETE',
+    url: '/api/channels/:channel/binding',
+    summary: 'Remove the channel’s binding: it answers linked people only, talking to the wallet.',
+    access: 'owner',
+    params: z.object({ channel: z.enum(bindable) }),
+    response: { status: 200, schema: z.object({ removed: z.boolean() }) },
+    async handle({ params }) {
+      return { removed: await directory.unbindChannel(params.channel) };
+    },
+  });
+}
