@@ -75,4 +75,66 @@ describe('Telegram through roster start', () => {
     }));
     expect(kept).toEqual({ strangerConversations: 0, pin: 0, pinFacts: 0, locker: [{ person: 'Ada' }], refused: [{ count: 1 }] });
   });
+
+  it('in webhook mode, takes a token stored while running, refuses a request without the secret and keeps nothing of it', async () => {
+    const dir = tempDataDir();
+    cleanups.push(async () => fs.rmSync(dir, { recursive: true, force: true }));
+    const fake = await startFakeTelegram();
+    cleanups.push(() => fake.close());
+    const port = await freePort();
+    const env = {
+      ROSTER_DATA_DIR: dir,
+      ROSTER_QUEUE_PREFIX: `test-${randomUUID()}`,
+      PORT: String(port),
+      TELEGRAM_API_ROOT: fake.apiRoot,
+      TELEGRAM_WEBHOOK_URL: `http://127.0.0.1:${port}/telegram/webhook`,
+    };
+    expect((await runRoster(['agent', 'add', '--name', 'Scout', '--job', 'finds and checks sources'], env)).code).toBe(0);
+    expect((await runRoster(['person', 'add', 'Ada'], env)).code).toBe(0);
+    const roster: RunningRoster = startRoster(['start'], env);
+    cleanups.push(() => roster.stop());
+    await roster.waitForOutput(/running at/);
+    // No token yet: Telegram is not served, and its webhook path says so.
+    const before = await fetch(`http://127.0.0.1:${port}/telegram/webhook`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect(before.status).toBe(404);
+    expect(fake.calls).toEqual([]);
+
+    // The owner stores the token while Roster runs: the gateway picks it up and sets the webhook.
+    const stored = await runRoster(['channel', 'add', 'telegram', '--token', fake.token], env);
+    expect(stored.code, stored.stderr).toBe(0);
+    await until(() => fake.webhook() !== null, 'the gateway to set the webhook', 30_000);
+    expect(fake.webhook()!.url).toBe(env.TELEGRAM_WEBHOOK_URL);
+    expect(fake.calls).not.toContain('getUpdates');
+
+    const ada = fake.user(2);
+    const forged = (secret: string | null) =>
+      fetch(env.TELEGRAM_WEBHOOK_URL, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(secret === null ? {} : { 'x-telegram-bot-api-secret-token': secret }) },
+        body: JSON.stringify({
+          update_id: 77,
+          message: { message_id: 77, date: 1, chat: { id: Number(ada.id), type: 'private' }, from: { id: Number(ada.id), is_bot: false, first_name: 'Ada' }, text: 'remember that my pin is 5150' },
+        }),
+      }).then((response) => response.status);
+    expect(await forged(null)).toBe(401);
+    expect(await forged('guessed-secret')).toBe(401);
+
+    // Positive control: Telegram's own requests, with the secret, reach the agents.
+    const code = await runRoster(['person', 'link-code', 'Ada'], env);
+    await fake.command(ada, 'dm', `link ${code.stdout.trim()}`);
+    expect(await repliesIn(fake, fake.dmChatId(ada), 1)).toEqual(['Linked: you are Ada here now.']);
+    await fake.deliver({ chat: 'dm', from: ada, text: 'remember that my locker is number 12' });
+    expect((await repliesIn(fake, fake.dmChatId(ada), 2))[1]).toBe('Noted: my locker is number 12');
+    expect(fake.webhookAnswers()).toEqual([200, 200]);
+
+    expect(await roster.stop()).toBe(0);
+    const database = await openEmbeddedDatabase(path.join(dir, 'pglite'));
+    cleanups.push(() => database.close());
+    await migrate(database);
+    const kept = await database.adminScope('test: read what was kept', async (tx) => ({
+      forged: (await tx.query(`select 1 from messages where content like '%5150%'`)).rows.length,
+      locker: (await tx.query(`select 1 from facts where content = 'my locker is number 12'`)).rows.length,
+    }));
+    expect(kept).toEqual({ forged: 0, locker: 1 });
+  });
 });

@@ -1,6 +1,8 @@
 /**
  * A local HTTP server that answers like the Telegram Bot API (getMe,
- * deleteWebhook, getUpdates with long polling and offsets, sendMessage,
+ * setWebhook and deleteWebhook, getUpdates with long polling and offsets,
+ * or, with a webhook set, each update posted to it with its secret header,
+ * as Telegram does; sendMessage,
  * sendChatAction, editMessageText, answerCallbackQuery), with the platform's
  * failures on demand: a 429 with retry_after, a 403 from a person who
  * blocked the bot. Test-only: excluded from the build.
@@ -8,7 +10,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Delivered, FakePlatform, PlatformMessage, PlatformUser, SendAttempt, SentRecord } from '@roster/channels/conformance';
-import { createTelegramAdapter } from './telegram-adapter.js';
+import { createTelegramAdapter, telegramSecretHeader, telegramWebhookPath, type TelegramAdapter } from './telegram-adapter.js';
 
 export const fakeBot = { id: 999_000, is_bot: true, first_name: 'Roster', username: 'roster_test_bot', can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false };
 const groupChat = { id: -1_001_234_567_890, type: 'supergroup', title: 'The team' };
@@ -27,9 +29,19 @@ export interface FakeTelegram extends FakePlatform {
   readonly calls: string[];
   /** Queue a raw update, as Telegram would; resolves once the bot has taken it. */
   push(update: Record<string, unknown>): Promise<number>;
+  /** The webhook set with setWebhook, or null (long polling). */
+  webhook(): { url: string; secretToken: string | null } | null;
+  /** The HTTP status of each webhook request, in order. */
+  webhookAnswers(): number[];
+  readonly adapter: TelegramAdapter;
 }
 
-export async function startFakeTelegram(options: { token?: string } = {}): Promise<FakeTelegram> {
+/**
+ * Start the fake. `webhook: true`: the adapter it makes runs in webhook
+ * mode, behind a local receiver standing for Roster's server (which hands
+ * each request to `handleWebhook`).
+ */
+export async function startFakeTelegram(options: { token?: string; webhook?: boolean } = {}): Promise<FakeTelegram> {
   const token = options.token ?? '123456:TEST-token_abc';
   let nextUpdate = 1;
   let nextMessage = 1000;
@@ -42,14 +54,30 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
   const pressAnswers: string[] = [];
   const blocked = new Set<string>();
   let rateLimitNext: number | null = null;
+  let webhook: { url: string; secretToken: string | null } | null = null;
+  const webhookAnswers: number[] = [];
 
   const wake = () => {
     for (const resolve of waiting) resolve();
     waiting.clear();
   };
 
+  /** Post an update to the webhook as Telegram does; Telegram tries again later when the answer is not 2xx. */
+  async function post(update: Record<string, unknown> & { update_id: number }): Promise<number> {
+    const target = webhook!;
+    const response = await fetch(target.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(target.secretToken === null ? {} : { [telegramSecretHeader]: target.secretToken }) },
+      body: JSON.stringify(update),
+    });
+    await response.arrayBuffer();
+    webhookAnswers.push(response.status);
+    return update.update_id;
+  }
+
   function push(update: Record<string, unknown>): Promise<number> {
     const update_id = typeof update.update_id === 'number' ? update.update_id : nextUpdate++;
+    if (webhook !== null) return post({ ...update, update_id });
     return new Promise((resolve) => {
       queue.push({ update: { ...update, update_id }, taken: () => resolve(update_id), returned: false });
       wake();
@@ -104,7 +132,14 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
       case 'getMe':
         return ok(fakeBot);
       case 'deleteWebhook':
+        webhook = null;
         return ok(true);
+      case 'setWebhook': {
+        const url = String(body.url ?? '');
+        if (!/^https?:\/\//.test(url)) return { status: 400, body: { ok: false, error_code: 400, description: 'Bad Request: bad webhook: An HTTPS URL must be provided for webhook' } };
+        webhook = { url, secretToken: typeof body.secret_token === 'string' ? body.secret_token : null };
+        return ok(true);
+      }
       case 'getUpdates':
         return ok(await getUpdates(body as { offset?: number; timeout?: number; limit?: number }));
       case 'sendMessage': {
@@ -174,6 +209,34 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const apiRoot = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
+  // Webhook mode: a receiver standing for Roster's server hands each request to the adapter.
+  let receiver: http.Server | null = null;
+  let adapter: TelegramAdapter;
+  if (options.webhook === true) {
+    const secretToken = 'fake-webhook-secret_0123456789';
+    receiver = http.createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        let body: unknown = null;
+        try {
+          body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        } catch {
+          body = null;
+        }
+        adapter.handleWebhook({ headers: request.headers, body }).then(
+          (status) => response.writeHead(status).end(),
+          () => response.writeHead(500).end(),
+        );
+      });
+    });
+    await new Promise<void>((resolve) => receiver!.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}${telegramWebhookPath}`;
+    adapter = createTelegramAdapter({ token, apiRoot, webhook: { url, secretToken } });
+  } else {
+    adapter = createTelegramAdapter({ token, apiRoot });
+  }
+
   const userOf = (user: PlatformUser) => ({ id: Number(user.id), is_bot: false, first_name: user.name.split(' ')[0], last_name: user.name.split(' ').slice(1).join(' ') || undefined });
   const chatOf = (kind: 'dm' | 'group', user: PlatformUser) => (kind === 'dm' ? { id: Number(user.id), type: 'private', first_name: user.name } : groupChat);
 
@@ -222,7 +285,9 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
     token,
     calls,
     push,
-    adapter: createTelegramAdapter({ token, apiRoot }),
+    adapter,
+    webhook: () => (webhook === null ? null : { ...webhook }),
+    webhookAnswers: () => [...webhookAnswers],
     groupChatId: String(groupChat.id),
     user: (n) => ({ id: String(5_000_000 + n), name: `Tess ${n}` }),
     dmChatId: (user) => user.id,
@@ -273,6 +338,10 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
       for (const item of queue) item.taken();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      if (receiver !== null) {
+        receiver.closeAllConnections();
+        await new Promise<void>((resolve) => receiver!.close(() => resolve()));
+      }
     },
   };
   return fake;
