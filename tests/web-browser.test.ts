@@ -115,6 +115,16 @@ describe('the web page in a browser', () => {
     await say(page, "that's wrong, the 5pm train is the 17:00 one");
     expect(await unlabelledControls(page)).toEqual([]);
     await shot(page, 'chat');
+    // A reload shows the conversation so far, from the server.
+    await page.reload();
+    await page.locator('li.turn.past').first().waitFor();
+    expect(await page.locator('li.turn.past.mine p').allTextContents()).toEqual([
+      'remember that my locker code is at the blue door',
+      'from now on, give me prices in euros first',
+      'next time give me prices in euros first',
+      "that's wrong, the 5pm train is the 17:00 one",
+    ]);
+    expect(await page.locator('li.turn.past.theirs[data-agent="Scout"]').count()).toBe(4);
 
     // Memory: the fact, with its provenance.
     await open(page, 'Memory', 'Memory');
@@ -153,6 +163,13 @@ describe('the web page in a browser', () => {
     // The other facts are still there.
     expect(afterForget).toContain('the 5pm train is the 17:00 one');
     await shot(page, 'memory-forgotten');
+    // The chat's history keeps the place of the forgotten lines, not their words.
+    await open(page, 'Chat', 'Chat');
+    await page.locator('li.turn.past').first().waitFor();
+    expect(await page.locator('li.turn.past.forgotten').count()).toBeGreaterThan(0);
+    const chatAfterForget = await page.content();
+    expect(chatAfterForget).not.toContain('blue door');
+    expect(chatAfterForget).toContain('give me prices in euros first');
 
     // A lesson: the review job proposes it from the two statements; approved, it is active.
     const scout = (await roster.runtime.core.directory.listAgents()).find((agent) => agent.name === 'Scout')!;
@@ -182,7 +199,7 @@ describe('the web page in a browser', () => {
     await shot(page, 'mirror');
 
     // People and channels; the audit, whose chain verifies.
-    await open(page, 'People & channels', 'People & channels');
+    await open(page, 'People', 'People');
     await page.locator('li.card[data-person="Ada"]').waitFor();
     await page.getByRole('button', { name: 'Link code for Ada' }).click();
     await expect.poll(() => page.locator('li.card[data-person="Ada"] .link-code').textContent()).toMatch(/Send \S+ to the bot/);
@@ -203,8 +220,10 @@ describe('the web page in a browser', () => {
       ['Memory', 'Memory'],
       ['Lessons & approvals', 'Lessons & approvals'],
       ['Mirror', 'Mirror'],
-      ['People & channels', 'People & channels'],
+      ['People', 'People'],
+      ['Channels', 'Channels'],
       ['Audit', 'Audit'],
+      ['Account', 'Account'],
     ] as const) {
       await open(page, link, heading);
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
@@ -319,7 +338,7 @@ describe('the web page in a browser', () => {
     const page = watch(await member.newPage());
     await page.goto(await roster.loginLink(bob));
     await expect.poll(() => new URL(page.url()).pathname).toBe('/chat');
-    expect(await page.getByRole('navigation', { name: 'Main' }).getByRole('link').allTextContents()).toEqual(['Chat', 'Memory']);
+    expect(await page.getByRole('navigation', { name: 'Main' }).getByRole('link').allTextContents()).toEqual(['Chat', 'Memory', 'Account']);
     await page.getByLabel('Talk to', { exact: true }).selectOption('Guide');
     await expect.poll(() => new URL(page.url()).search).toBe('?agent=Guide');
     await say(page, 'remember that my bike is the red one');
@@ -348,4 +367,101 @@ describe('the web page in a browser', () => {
 
     expect(problems).toEqual([]);
   }, 120_000);
+
+  it('chats with the whole team, approves and retires one lesson and rejects another, stores a channel token write-only, and makes and revokes an API token', async () => {
+    const { directory } = roster.runtime.core;
+    await directory.addAgent({ name: 'Atlas', job: 'Knows maps.' });
+    await directory.addAgent({ name: 'Bard', job: 'Writes verses.' });
+    const active = (await directory.listAgents()).map((agent) => agent.name).sort();
+    const context = await browser.newContext();
+    const page = watch(await context.newPage());
+    await page.goto(await roster.loginLink());
+    await expect.poll(() => new URL(page.url()).pathname).toBe('/agents');
+
+    // The whole team: every active agent answers the one message, each in its own reply.
+    await open(page, 'Chat', 'Chat');
+    await page.getByLabel('Talk to', { exact: true }).selectOption('team');
+    await expect.poll(() => new URL(page.url()).search).toBe('?team=true');
+    await page.getByLabel('Message', { exact: true }).fill('hello, everyone');
+    await page.getByLabel('Message', { exact: true }).press('Enter');
+    await expect.poll(() => page.locator('li.turn.theirs details.used').count(), { timeout: 30_000 }).toBe(active.length);
+    expect((await page.locator('li.turn.theirs').evaluateAll((items) => items.map((item) => item.getAttribute('data-agent')))).sort()).toEqual(active);
+    await shot(page, 'chat-team');
+
+    // Two preferences said twice to Atlas: the review proposes two lessons.
+    await page.getByLabel('Talk to', { exact: true }).selectOption('Atlas');
+    for (const words of ['from now on, show distances in kilometres', 'next time show distances in kilometres', 'from now on, name the nearest station', 'next time name the nearest station']) {
+      await say(page, words);
+    }
+    const atlas = (await directory.listAgents()).find((agent) => agent.name === 'Atlas')!;
+    expect(await roster.runJob('review', { agentId: atlas.id })).toMatchObject({ proposed: 2 });
+    await page.goto(`${roster.address}/lessons?agent=Atlas`);
+    const approvals = page.locator('li.approval');
+    await expect.poll(() => approvals.count()).toBe(2);
+    const kilometres = page.locator('li.approval', { hasText: 'kilometres' });
+    const station = page.locator('li.approval', { hasText: 'station' });
+    // Rejected: gone from the waiting list, and never active.
+    await station.getByRole('button', { name: 'Reject' }).click();
+    await expect.poll(() => page.locator('li.approval').count()).toBe(1);
+    expect(await page.locator('li.approval', { hasText: 'station' }).count()).toBe(0);
+    const decided = (await page.evaluate(async () => (await fetch('/api/approvals?status=all&agent=Atlas')).json())) as { approvals: Array<{ status: string; text: string }> };
+    expect(decided.approvals.filter((approval) => approval.text.includes('station')).map((approval) => approval.status)).toEqual(['rejected']);
+    await kilometres.getByRole('button', { name: 'Approve' }).click();
+    await page.goto(`${roster.address}/lessons?agent=Atlas`);
+    const activeLessons = page.getByRole('list', { name: 'Active lessons' });
+    await activeLessons.waitFor();
+    expect(await activeLessons.locator('blockquote').allTextContents()).toEqual([expect.stringContaining('kilometres')]);
+    expect(await page.locator('li.approval').count()).toBe(0);
+    expect(await page.content()).not.toContain('nearest station');
+    // Retired, with a reason: it moves to the retired list.
+    await activeLessons.getByRole('button', { name: 'Retire…' }).click();
+    await page.getByLabel('Why it no longer holds', { exact: true }).fill('Miles again from now on.');
+    await page.getByRole('button', { name: 'Retire', exact: true }).click();
+    const retiredLessons = page.getByRole('list', { name: 'Retired lessons' });
+    await retiredLessons.waitFor();
+    expect(await retiredLessons.locator('blockquote').allTextContents()).toEqual([expect.stringContaining('kilometres')]);
+    expect(await page.getByRole('list', { name: 'Active lessons' }).count()).toBe(0);
+    await shot(page, 'lessons-retired');
+
+    // A channel's token, entered on the page: stored, never shown again.
+    const token = '777001:AAF-page-entered-telegram-token';
+    await open(page, 'Channels', 'Channels');
+    const telegram = page.locator('li.card[data-channel="telegram"]');
+    await telegram.getByLabel('The bot token from @BotFather', { exact: true }).fill(token);
+    await telegram.getByRole('button', { name: 'Save telegram token' }).click();
+    await expect.poll(() => page.locator('li.card[data-channel="telegram"] .badge').first().textContent()).toBe('on');
+    expect(await page.locator('li.card[data-channel="telegram"]').textContent()).toContain('stored, sealed with the installation key');
+    expect(await page.content()).not.toContain(token);
+    expect(await page.locator('li.card[data-channel="telegram"] input[type="password"]').inputValue()).toBe('');
+    const listed = await page.evaluate(async () => (await fetch('/api/channels')).text());
+    expect(listed).toContain('"source":"stored"');
+    expect(listed).not.toContain(token);
+    // Its binding: the bot talks to Atlas.
+    await page.locator('li.card[data-channel="telegram"]').getByLabel('Talks to', { exact: true }).selectOption('Atlas');
+    await page.locator('li.card[data-channel="telegram"]').getByRole('button', { name: 'Save binding' }).click();
+    await expect.poll(() => page.locator('li.card[data-channel="telegram"] .outcome.ok').textContent()).toBe('telegram talks to Atlas under the pairing policy.');
+    expect(await unlabelledControls(page)).toEqual([]);
+    await shot(page, 'channels');
+
+    // A personal API token: shown once, works as a bearer token, and stops working once revoked.
+    await open(page, 'Account', 'Account');
+    await page.getByLabel('Name', { exact: true }).fill('backup script');
+    await page.getByRole('button', { name: 'Make token' }).click();
+    const shown = (await page.locator('pre.token').textContent()) ?? '';
+    expect(shown).toMatch(/^rst_/);
+    const asScript = () => fetch(`${roster.address}/api/me`, { headers: { authorization: `Bearer ${shown}` } }).then((response) => response.status);
+    expect(await asScript()).toBe(200);
+    expect(await unlabelledControls(page)).toEqual([]);
+    await shot(page, 'account');
+    await page.reload();
+    await page.locator('tr[data-token="backup script"]').waitFor();
+    expect(await page.content()).not.toContain(shown);
+    await page.getByRole('button', { name: 'Revoke backup script' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Revoke', exact: true }).click();
+    await page.locator('tr[data-token="backup script"]').waitFor({ state: 'detached' });
+    expect(await asScript()).toBe(401);
+
+    await context.close();
+    expect(problems).toEqual([]);
+  }, 180_000);
 });

@@ -33,8 +33,8 @@ export function runRoster(args: string[], env: Record<string, string>, timeoutMs
     if (input !== undefined) child.stdin!.end(input);
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
+    child.stdout!.on('data', (chunk) => (stdout += chunk));
+    child.stderr!.on('data', (chunk) => (stderr += chunk));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`roster ${args.join(' ')} did not finish in ${timeoutMs} ms\n${stdout}\n${stderr}`));

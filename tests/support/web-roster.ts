@@ -6,6 +6,7 @@ import type { Database } from '@roster/db';
 import { openTestDatabase } from '@roster/db/testing';
 import { connectionFromUrl, createQueues, runJobNow, startJobWorker } from '@roster/jobs';
 import { createRuntime, type Runtime } from '@roster/runtime';
+import { createChannelCredentialStore } from '@roster/channels';
 import { createLoginLink, createServer } from '@roster/server';
 
 export const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -56,7 +57,14 @@ export async function startWebRoster(env: Record<string, string> = {}): Promise<
     schedulers: false,
     relayIntervalMs: 100,
   });
-  const app = await createServer({ config, database: test.database, runtime, redisUrl, logger: createLogger(config) });
+  const app = await createServer({
+    config,
+    database: test.database,
+    runtime,
+    redisUrl,
+    logger: createLogger(config),
+    channels: { credentials: createChannelCredentialStore(test.database, testInstallationKey) },
+  });
   const address = await app.listen({ host: '127.0.0.1', port: 0 });
   return {
     address,

@@ -11,7 +11,7 @@ export const publicDirectory: string = fileURLToPath(new URL('./public/', import
  * the server answers each of these with index.html (a reload of /memory, or a
  * login link to /login#TOKEN, lands on the page).
  */
-export const pagePaths: readonly string[] = ['/', '/login', '/agents', '/chat', '/memory', '/lessons', '/mirror', '/people', '/audit'];
+export const pagePaths: readonly string[] = ['/', '/login', '/agents', '/chat', '/memory', '/lessons', '/mirror', '/people', '/channels', '/audit', '/account'];
 
 /** The file that holds the page shell, inside `publicDirectory`. */
 export const pageShell = 'index.html';

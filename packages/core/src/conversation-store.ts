@@ -4,6 +4,7 @@ import { RosterError } from '@roster/errors';
 import { redactSecrets } from '@roster/memory';
 import type { Channel, Person } from './directory.js';
 import type { StoredMessage } from './prompt.js';
+import type { TranscriptLine } from './types.js';
 
 /** A bot account's binding: which agent it serves and who may talk to it. */
 export interface Binding {
@@ -210,6 +211,32 @@ export class ConversationStore {
         agentId: row.agent_id,
         agentName: row.agent_name,
       }));
+    });
+  }
+
+  /** A person's own conversation on a channel, oldest first (see `Core.transcript`). */
+  async transcript(input: { channel: Channel; externalId: string; personId: string; limit: number }): Promise<{ conversationId: string; lines: TranscriptLine[] } | null> {
+    return this.database.adminScope('core: read a person’s own transcript', async (tx) => {
+      const conversation = await tx.query<{ id: string }>('select id from conversations where channel = $1 and external_id = $2 and person_id = $3', [
+        input.channel,
+        input.externalId,
+        input.personId,
+      ]);
+      const id = conversation.rows[0]?.id;
+      if (id === undefined) return null;
+      // Their own lines, and answers to them (a team conversation of one person holds nobody else's).
+      const { rows } = await tx.query<{ id: string; role: TranscriptLine['role']; agent: string | null; content: string; forgotten: boolean; created_at: Date }>(
+        `select m.id, m.role, a.name as agent, case when m.forgotten_at is null then m.content else '' end as content,
+                m.forgotten_at is not null as forgotten, m.created_at
+           from messages m left join agents a on a.id = m.agent_id
+          where m.conversation_id = $1 and m.role in ('person', 'agent', 'system') and (m.person_id = $2 or m.person_id is null)
+          order by m.created_at desc, m.id desc limit $3`,
+        [id, input.personId, input.limit],
+      );
+      return {
+        conversationId: id,
+        lines: rows.reverse().map((row) => ({ id: row.id, role: row.role, agent: row.role === 'agent' ? row.agent : null, text: row.content, forgotten: row.forgotten, at: row.created_at })),
+      };
     });
   }
 

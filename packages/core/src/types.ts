@@ -98,4 +98,23 @@ export interface Core {
    * confirm. Its row stays, marked purged, for the audit; its name is free.
    */
   purgeAgent(name: string, confirmation: string): Promise<{ facts: number; erased: Record<string, number> }>;
+  /**
+   * A person's own conversation on a channel, as they see it (oldest first,
+   * the newest `limit`): what they said, what agents and Roster answered. A
+   * line whose words were forgotten shows as forgotten, without them. Null
+   * when the person has no such conversation.
+   */
+  transcript(input: { channel: Channel; externalId: string; personId: string; limit?: number }): Promise<{ conversationId: string; lines: TranscriptLine[] } | null>;
+}
+
+/** One line of a transcript. */
+export interface TranscriptLine {
+  id: string;
+  role: 'person' | 'agent' | 'system';
+  /** The agent that answered, for an agent's line. */
+  agent: string | null;
+  /** The words; empty when forgotten. */
+  text: string;
+  forgotten: boolean;
+  at: Date;
 }

@@ -103,6 +103,32 @@ export function chatRoutes({ routes, runtime, database, config, logger }: RouteC
     },
   });
 
+  routes.add({
+    method: 'GET',
+    url: '/api/chat/history',
+    summary:
+      'The signed-in person’s own web conversation (with one agent, or the team), oldest first: what they said and what was answered. A forgotten line is marked forgotten, without its words.',
+    access: 'person',
+    query: z.object({
+      team: z.enum(['true', 'false']).optional().describe('true: the team conversation; else the one-agent conversation.'),
+      limit: z.coerce.number().int().min(1).max(500).optional(),
+    }),
+    response: {
+      status: 200,
+      schema: z.object({
+        conversationId: z.uuid().nullable(),
+        messages: z.array(
+          z.object({ id: z.uuid(), role: z.enum(['person', 'agent', 'system']), agent: z.string().nullable(), text: z.string(), forgotten: z.boolean(), at: z.iso.datetime() }),
+        ),
+      }),
+    },
+    async handle({ query, viewer }) {
+      const externalId = `${query.team === 'true' ? 'team' : 'solo'}:${viewer.person.id}`;
+      const transcript = await core.transcript({ channel: 'web', externalId, personId: viewer.person.id, limit: query.limit ?? 100 });
+      return { conversationId: transcript?.conversationId ?? null, messages: (transcript?.lines ?? []).map((line) => ({ ...line, at: line.at.toISOString() })) };
+    },
+  });
+
   /** The channel id of a web conversation of this person; another's, or none, is not found. */
   async function conversationOf(conversationId: string, personId: string): Promise<string> {
     const externalId = await database.adminScope('web: find a person’s conversation', async (tx) => {

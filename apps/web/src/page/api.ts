@@ -120,10 +120,45 @@ export interface PersonWithIdentities extends Person {
   identities: Array<{ channel: string; externalId: string; displayName: string | null }>;
 }
 
+/** One line of the person's own conversation, as /api/chat/history gives it. */
+export interface TranscriptLine {
+  id: string;
+  role: 'person' | 'agent' | 'system';
+  agent: string | null;
+  text: string;
+  forgotten: boolean;
+  at: string;
+}
+
+export interface ChannelCredential {
+  name: string;
+  label: string;
+  variable: string;
+  source: 'environment' | 'stored' | 'unset';
+  updatedAt: string | null;
+}
+
+export interface ChannelBindingView {
+  account: string;
+  agent: string | null;
+  policy: 'pairing' | 'allowlist' | 'open';
+  allowlist: string[];
+}
+
+export interface ApiToken {
+  id: string;
+  name: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  expiresAt: string | null;
+}
+
 export interface ChannelStatus {
   channel: string;
   configured: boolean;
   detail: string;
+  credentials: ChannelCredential[];
+  bindings: ChannelBindingView[];
 }
 
 export interface AuditEvent {

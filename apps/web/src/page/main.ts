@@ -1,8 +1,10 @@
 import './style.css';
 import { api, ApiError, onSignedOut, setCsrfToken, type Person } from './api.ts';
 import { h, replace } from './dom.ts';
+import { accountPage } from './pages/account.ts';
 import { agentsPage } from './pages/agents.ts';
 import { auditPage } from './pages/audit.ts';
+import { channelsPage } from './pages/channels.ts';
 import { chatPage } from './pages/chat.ts';
 import { lessonsPage } from './pages/lessons.ts';
 import { loginPage } from './pages/login.ts';
@@ -25,8 +27,10 @@ const routes: Route[] = [
   { path: '/memory', title: 'Memory', ownerOnly: false, render: memoryPage },
   { path: '/lessons', title: 'Lessons & approvals', ownerOnly: true, render: lessonsPage },
   { path: '/mirror', title: 'Mirror', ownerOnly: true, render: mirrorPage },
-  { path: '/people', title: 'People & channels', ownerOnly: true, render: peoplePage },
+  { path: '/people', title: 'People', ownerOnly: true, render: peoplePage },
+  { path: '/channels', title: 'Channels', ownerOnly: true, render: channelsPage },
   { path: '/audit', title: 'Audit', ownerOnly: true, render: auditPage },
+  { path: '/account', title: 'Account', ownerOnly: false, render: accountPage },
 ];
 
 const app = document.getElementById('app')!;

@@ -1,4 +1,4 @@
-import { chat, type ChatMemory, type ChatToolCall, type TurnEnd } from '../api.ts';
+import { api, chat, type ChatMemory, type ChatToolCall, type TranscriptLine, type TurnEnd } from '../api.ts';
 import { field, h, replace, select } from '../dom.ts';
 import { badge, empty, errorText, listAgents, loading, type PageContext } from '../ui.ts';
 
@@ -49,6 +49,18 @@ function disclosure(turn: TurnEnd): HTMLElement {
   );
 }
 
+/** A line said before this page was opened. A forgotten line shows that it was there, never its words. */
+function pastLine(line: TranscriptLine): HTMLElement {
+  const speaker = line.role === 'person' ? 'You' : line.role === 'agent' ? (line.agent ?? 'Agent') : 'Roster';
+  const kind = line.role === 'person' ? 'mine' : line.role === 'agent' ? 'theirs' : 'notice';
+  return h(
+    'li',
+    { class: `turn ${kind} past${line.forgotten ? ' forgotten' : ''}`, ...(line.agent === null ? {} : { 'data-agent': line.agent }) },
+    h('span', { class: 'speaker' }, speaker),
+    line.forgotten ? h('p', null, h('em', null, 'Forgotten')) : h('p', null, line.text),
+  );
+}
+
 export async function chatPage(context: PageContext): Promise<void> {
   const { root, params } = context;
   loading(root, 'agents');
@@ -68,12 +80,13 @@ export async function chatPage(context: PageContext): Promise<void> {
     return;
   }
 
-  const log = h('ol', { class: 'log', role: 'log', 'aria-live': 'polite', 'aria-label': 'Conversation' });
+  const history = await api<{ conversationId: string | null; messages: TranscriptLine[] }>('GET', `/api/chat/history?team=${chosen === 'team'}&limit=100`);
+  const log = h('ol', { class: 'log', role: 'log', 'aria-live': 'polite', 'aria-label': 'Conversation' }, history.messages.map(pastLine));
   const message = h('textarea', { name: 'message', rows: '3', maxlength: String(maxLength), required: true, placeholder: 'Say something; “remember that …” stores a fact.' });
   const send = h('button', { type: 'submit', class: 'primary' }, 'Send');
   const problem = h('p', { class: 'outcome', role: 'alert' });
   const composer = h('form', { class: 'composer', 'aria-label': 'Send a message' }, field('Message', message, 'Enter sends; Shift+Enter starts a new line.'), h('div', { class: 'actions' }, send), problem);
-  let conversation: string | undefined;
+  let conversation: string | undefined = history.conversationId ?? undefined;
 
   message.addEventListener('keydown', (event) => {
     if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {

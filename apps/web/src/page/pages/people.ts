@@ -1,4 +1,4 @@
-import { api, segment, type ChannelStatus, type PersonWithIdentities } from '../api.ts';
+import { api, segment, type PersonWithIdentities } from '../api.ts';
 import { field, h, replace, select, time } from '../dom.ts';
 import { action, badge, empty, form, loading, outcome, text, type PageContext } from '../ui.ts';
 
@@ -36,10 +36,7 @@ function personCard(person: PersonWithIdentities): HTMLElement {
 export async function peoplePage(context: PageContext): Promise<void> {
   const { root } = context;
   loading(root, 'people');
-  const [people, channels] = await Promise.all([
-    api<{ people: PersonWithIdentities[] }>('GET', '/api/people').then((answer) => answer.people),
-    api<{ channels: ChannelStatus[] }>('GET', '/api/channels').then((answer) => answer.channels),
-  ]);
+  const people = (await api<{ people: PersonWithIdentities[] }>('GET', '/api/people')).people;
   const add = form({
     label: 'New person',
     submit: 'Add person',
@@ -59,17 +56,6 @@ export async function peoplePage(context: PageContext): Promise<void> {
     root,
     h('section', { 'aria-labelledby': 'people' }, h('h2', { id: 'people' }, 'People'), people.length === 0 ? empty('Nobody yet.') : h('ul', { class: 'cards' }, people.map(personCard))),
     h('section', { 'aria-labelledby': 'people-new' }, h('h2', { id: 'people-new' }, 'New person'), add),
-    h(
-      'section',
-      { 'aria-labelledby': 'channels' },
-      h('h2', { id: 'channels' }, 'Channels'),
-      channels.length === 0
-        ? empty('No channel is known.')
-        : h(
-            'ul',
-            { class: 'cards channels' },
-            channels.map((channel) => h('li', { class: 'card' }, h('div', { class: 'card-head' }, h('h3', null, channel.channel), badge(channel.configured ? 'on' : 'off')), h('p', { class: 'hint' }, channel.detail))),
-          ),
-    ),
+    h('p', { class: 'hint' }, 'Bots, their tokens and who they answer are on the ', h('a', { href: '/channels' }, 'Channels'), ' page.'),
   );
 }
