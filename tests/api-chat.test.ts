@@ -102,6 +102,34 @@ describe('POST /api/chat', () => {
     expect(memory.groups[0]!.facts).toEqual([expect.objectContaining({ content: 'the meeting is on Friday', provenance: expect.objectContaining({ channel: 'web' }) })]);
   });
 
+  it('gives each person their own history back, with forgotten lines marked and without their words', async () => {
+    const history = async (as: Browser, query = '') => (await server.request('GET', `/api/chat/history${query}`, { as })).json() as { conversationId: string | null; messages: Array<{ role: string; agent: string | null; text: string; forgotten: boolean }> };
+    events(await chat(member, { agent: 'Coder', message: 'remember that my bike stays at the north gate' }));
+    events(await chat(member, { agent: 'Coder', message: 'remember that my bike is green' }));
+    const before = await history(member);
+    expect(before.conversationId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(before.messages.filter((line) => line.role === 'person').map((line) => line.text)).toEqual(
+      expect.arrayContaining(['remember that my bike stays at the north gate', 'remember that my bike is green']),
+    );
+    expect(before.messages.find((line) => line.text === 'Noted: my bike is green')).toMatchObject({ role: 'agent', agent: 'Coder', forgotten: false });
+    // Another person's history holds none of it (the owner's own conversation is the positive control of its own).
+    events(await chat(owner, { agent: 'Scout', message: 'remember that my aunt lives in Porto' }));
+    const adas = await history(owner);
+    expect(adas.messages.some((line) => line.text === 'remember that my aunt lives in Porto')).toBe(true);
+    expect(JSON.stringify(adas)).not.toContain('north gate');
+    expect((await history(owner, '?team=true')).messages.some((line) => line.role === 'person')).toBe(false);
+
+    // Forgotten: the lines stay in place, marked, with no words.
+    events(await chat(member, { agent: 'Coder', message: 'forget where my bike stays' }));
+    const after = await history(member);
+    expect(JSON.stringify(after)).not.toContain('north gate');
+    expect(after.messages.filter((line) => line.forgotten).length).toBeGreaterThan(0);
+    expect(after.messages.every((line) => !line.forgotten || line.text === '')).toBe(true);
+    expect(after.messages.some((line) => line.text === 'remember that my bike is green')).toBe(true);
+    // Bad input changes nothing and says why.
+    expect((await server.request('GET', '/api/chat/history?limit=0', { as: member })).statusCode).toBe(400);
+  });
+
   it('answers with the whole team, one turn-end per agent', async () => {
     const parts = events(await chat(owner, { team: true, message: 'hello everyone' }));
     const ends = parts.filter((part) => part.event === 'turn-end').map((part) => part.data.agent).sort();

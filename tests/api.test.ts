@@ -53,7 +53,7 @@ async function documentedRoutes(): Promise<Array<{ method: string; url: string; 
   return Object.entries(document.paths).flatMap(([path, operations]) =>
     Object.entries(operations).map(([method, operation]) => ({
       method: method.toUpperCase(),
-      url: path.replace('{name}', 'Nobody').replace('{id}', randomUUID()),
+      url: path.replace('{name}', 'Nobody').replace('{id}', randomUUID()).replace('{channel}', 'discord'),
       access: operation.security.length === 0 ? ('public' as const) : ('signed-in' as const),
     })),
   );
@@ -99,6 +99,11 @@ describe('the OpenAPI document', () => {
         'POST /api/people',
         'POST /api/people/{name}/link-code',
         'GET /api/channels',
+        'POST /api/channels/{channel}/credentials',
+        'DELETE /api/channels/{channel}/credentials',
+        'POST /api/channels/{channel}/binding',
+        'DELETE /api/channels/{channel}/binding',
+        'GET /api/chat/history',
         'GET /api/audit',
         'POST /api/audit/verify',
       ].sort(),
@@ -117,7 +122,7 @@ describe('every route needs a session or a token', () => {
   it('answers 401 without one, on every route but login', async () => {
     const routes = await documentedRoutes();
     // Positive control: the list is the whole API, not an empty loop.
-    expect(routes.length).toBe(33);
+    expect(routes.length).toBe(38);
     expect(routes.filter((route) => route.access === 'public').map((route) => route.url)).toEqual(['/api/login']);
     for (const route of routes.filter((candidate) => candidate.access === 'signed-in')) {
       const response = await call(route.method, route.url, route.method === 'GET' ? {} : { body: {} });
@@ -133,7 +138,7 @@ describe('every route needs a session or a token', () => {
 
   it('refuses a change made with the session cookie but without its CSRF token, and takes it with the token', async () => {
     const routes = (await documentedRoutes()).filter((route) => route.access === 'signed-in' && route.method !== 'GET');
-    expect(routes.length).toBe(20);
+    expect(routes.length).toBe(24);
     // A session of its own, since logging out (last) ends it.
     const browser = await server.signIn(ada);
     const last = (route: { url: string }) => (route.url === '/api/logout' ? 1 : 0);
@@ -180,6 +185,7 @@ describe('every route needs a session or a token', () => {
       ['GET', '/api/audit'],
       ['GET', '/api/engines'],
       ['GET', '/api/channels'],
+      ['POST', '/api/channels/slack/binding'],
       ['GET', '/api/agents/Scout/mirror'],
       ['GET', '/api/agents/Scout/lessons'],
     ] as const) {
@@ -403,6 +409,48 @@ describe('agents, people, lessons and the audit', () => {
     const channels = (await call('GET', '/api/channels', { as: owner })).json() as { channels: Array<{ channel: string; configured: boolean }> };
     expect(channels.channels.map((channel) => channel.channel)).toContain('telegram');
     expect(channels.channels.every((channel) => channel.configured === false)).toBe(true);
+  });
+
+  it('stores a channel token write-only: checked first, sealed, never answered back; members may not', async () => {
+    const token = '9090:AAE-api-stored-telegram-token';
+    const telegramOf = (body: string) => (JSON.parse(body) as { channels: Array<{ channel: string; configured: boolean; credentials: Array<{ name: string; source: string }> }> }).channels.find((entry) => entry.channel === 'telegram')!;
+    // Refused, and nothing stored: a member; an unknown channel; a name the channel does not take; a value that is not a token.
+    expectError(await call('POST', '/api/channels/telegram/credentials', { as: member, body: { values: { bot_token: token } } }), 403, 'owner_required');
+    expectError(await call('POST', '/api/channels/fax/credentials', { as: owner, body: { values: { bot_token: token } } }), 400, 'invalid_request');
+    expectError(await call('POST', '/api/channels/whatsapp/credentials', { as: owner, body: { values: { bot_token: token } } }), 400, 'invalid_request');
+    expectError(await call('POST', '/api/channels/telegram/credentials', { as: owner, body: { values: { password: token } } }), 400, 'invalid_input');
+    expectError(await call('POST', '/api/channels/telegram/credentials', { as: owner, body: { values: { bot_token: 'two words' } } }), 400, 'invalid_input');
+    const bad = await call('POST', '/api/channels/slack/credentials', { as: owner, body: { values: { bot_token: 'xoxp-user-token', signing_secret: 'abc' } } });
+    expectError(bad, 400, 'invalid_input');
+    expect(bad.body).not.toContain('xoxp-user-token');
+    const before = (await call('GET', '/api/channels', { as: owner })).body;
+    expect(telegramOf(before)).toMatchObject({ configured: false, credentials: [{ name: 'bot_token', source: 'unset' }] });
+    expect(before).not.toContain('"source":"stored"');
+
+    // Stored: the answer says so, and holds no token; nor does any later answer.
+    const stored = await call('POST', '/api/channels/telegram/credentials', { as: owner, body: { values: { bot_token: token } } });
+    expect(stored.statusCode, stored.body).toBe(200);
+    expect(stored.body).not.toContain(token);
+    expect(telegramOf((await call('GET', '/api/channels', { as: owner })).body)).toMatchObject({ configured: true, credentials: [{ name: 'bot_token', source: 'stored' }] });
+    const rows = await server.test.database.adminScope('test: read the stored credential', async (tx) => (await tx.query<{ sealed: string }>('select sealed from channel_credentials')).rows);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.sealed).not.toContain(token);
+    expect(rows[0]!.sealed).not.toContain('9090');
+
+    const removed = await call('DELETE', '/api/channels/telegram/credentials', { as: owner });
+    expect(removed.json()).toMatchObject({ removed: 1, channel: { configured: false } });
+    expect(answers.map((answer) => answer.body).join('\n')).not.toContain(token);
+  });
+
+  it('binds a channel to an agent under a policy, refusing an unknown agent and handles without the allowlist policy', async () => {
+    expectError(await call('POST', '/api/channels/telegram/binding', { as: owner, body: { agent: 'Nobody' } }), 404, 'agent_not_found');
+    expectError(await call('POST', '/api/channels/telegram/binding', { as: owner, body: { policy: 'open', allowlist: ['1'] } }), 400, 'invalid_request');
+    const bound = await call('POST', '/api/channels/telegram/binding', { as: owner, body: { agent: 'Scout', policy: 'allowlist', allowlist: ['5001'] } });
+    expect(bound.json()).toEqual({ account: 'default', agent: 'Scout', policy: 'allowlist', allowlist: ['5001'] });
+    const listed = (await call('GET', '/api/channels', { as: owner })).json() as { channels: Array<{ channel: string; bindings: unknown[] }> };
+    expect(listed.channels.find((entry) => entry.channel === 'telegram')!.bindings).toEqual([{ account: 'default', agent: 'Scout', policy: 'allowlist', allowlist: ['5001'] }]);
+    expect((await call('DELETE', '/api/channels/telegram/binding', { as: owner })).json()).toEqual({ removed: true });
+    expect((await call('DELETE', '/api/channels/telegram/binding', { as: owner })).json()).toEqual({ removed: false });
   });
 
   it('lets only an owner decide on a lesson, once', async () => {

@@ -3,6 +3,7 @@ import { createLogger, parseConfig, type Config } from '@roster/config';
 import type { Person } from '@roster/core';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
 import { createRuntime, type Runtime } from '@roster/runtime';
+import { createChannelCredentialStore } from '@roster/channels';
 import { createLoginLink, createServer } from '@roster/server';
 import type { Queue } from 'bullmq';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
@@ -41,7 +42,15 @@ export async function startApiServer(env: Record<string, string> = {}, queues?: 
   const test = await openTestDatabase();
   const config = parseConfig({ LOG_LEVEL: 'silent', ...env });
   const runtime = await createRuntime({ config, database: test.database, key: testInstallationKey });
-  const app = await createServer({ config, database: test.database, runtime, redisUrl, logger: createLogger(config), ...(queues === undefined ? {} : { queues }) });
+  const app = await createServer({
+    config,
+    database: test.database,
+    runtime,
+    redisUrl,
+    logger: createLogger(config),
+    channels: { credentials: createChannelCredentialStore(test.database, testInstallationKey) },
+    ...(queues === undefined ? {} : { queues }),
+  });
   const server: ApiServer = {
     app,
     test,
