@@ -1,8 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-/** One answer of the fake model: text, or a call of one tool. */
-export type FakeAnswer = { text: string } | { tool: string; input: unknown };
+/** One answer of the fake model: text (streamed in `pieces` with `pauseMs` between them, when given), or a call of one tool. */
+export type FakeAnswer = { text: string; pieces?: string[]; pauseMs?: number } | { tool: string; input: unknown };
 
 export interface FakeRequest {
   /** The system texts, first one first. */
@@ -57,7 +57,11 @@ export async function startFakeOpenAi(decide: (request: FakeRequest) => Promise<
       response.writeHead(200, { 'content-type': 'text/event-stream' });
       response.write(chunk({ role: 'assistant', content: '' }));
       if ('text' in answer) {
-        response.write(chunk({ content: answer.text }));
+        if (answer.pieces === undefined) response.write(chunk({ content: answer.text }));
+        for (const [index, piece] of (answer.pieces ?? []).entries()) {
+          if (index > 0) await new Promise((resolve) => setTimeout(resolve, answer.pauseMs ?? 0));
+          response.write(chunk({ content: piece }));
+        }
         response.write(chunk({}, 'stop'));
       } else {
         response.write(chunk({ tool_calls: [{ index: 0, id: `call_${calls}`, type: 'function', function: { name: answer.tool, arguments: JSON.stringify(answer.input) } }] }));

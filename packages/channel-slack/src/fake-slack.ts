@@ -31,6 +31,8 @@ export interface FakeSlack extends FakePlatform {
   readonly apiUrl: string;
   readonly botToken: string;
   readonly signingSecret: string;
+  /** Every edit of a sent message the platform accepted, in order, with its time. */
+  edits(): Array<{ id: string; text: string; at: number }>;
   /** Every Web API method called, in order. */
   readonly calls: string[];
   /** The text of each message as sent over the wire (mrkdwn, escaped), in order. */
@@ -57,6 +59,7 @@ export async function startFakeSlack(options: { eventsUrl?: string } = {}): Prom
   const signingSecret = `secret-${randomUUID()}`;
   const calls: string[] = [];
   const sent: SentRecord[] = [];
+  const edits: Array<{ id: string; text: string; at: number }> = [];
   const attempts: SendAttempt[] = [];
   const pressAnswers: string[] = [];
   const raw: string[] = [];
@@ -128,6 +131,7 @@ export async function startFakeSlack(options: { eventsUrl?: string } = {}): Prom
         const record = sent.find((message) => message.id === String(params.ts) && message.chatId === String(params.channel));
         if (record === undefined) return { status: 200, body: { ok: false, error: 'message_not_found' } };
         record.text = unescape(String(params.text ?? record.text));
+        edits.push({ id: record.id, text: record.text, at: Date.now() });
         record.buttons = buttonsOf(params.blocks);
         return { status: 200, body: { ok: true, channel: record.chatId, ts: record.id } };
       }
@@ -365,6 +369,7 @@ export async function startFakeSlack(options: { eventsUrl?: string } = {}): Prom
     },
     pressAnswers: () => [...pressAnswers],
     sent: () => sent.map((record) => ({ ...record })),
+    edits: () => edits.map((edit) => ({ ...edit })),
     attempts: () => [...attempts],
     typing: () => [],
     rateLimitNextSend(seconds) {

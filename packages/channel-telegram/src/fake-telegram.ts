@@ -31,6 +31,8 @@ export interface FakeTelegram extends FakePlatform {
   push(update: Record<string, unknown>): Promise<number>;
   /** The webhook set with setWebhook, or null (long polling). */
   webhook(): { url: string; secretToken: string | null } | null;
+  /** Every edit of a sent message the platform accepted, in order, with its time. */
+  edits(): Array<{ id: string; text: string; at: number }>;
   /** The HTTP status of each webhook request, in order. */
   webhookAnswers(): number[];
   readonly adapter: TelegramAdapter;
@@ -49,6 +51,7 @@ export async function startFakeTelegram(options: { token?: string; webhook?: boo
   const waiting = new Set<() => void>();
   const calls: string[] = [];
   const sent: SentRecord[] = [];
+  const edits: Array<{ id: string; text: string; at: number }> = [];
   const attempts: SendAttempt[] = [];
   const typing: string[] = [];
   const pressAnswers: string[] = [];
@@ -168,6 +171,7 @@ export async function startFakeTelegram(options: { token?: string; webhook?: boo
         const record = sent.find((message) => message.id === String(body.message_id) && message.chatId === String(body.chat_id));
         if (record === undefined) return { status: 400, body: { ok: false, error_code: 400, description: 'Bad Request: message to edit not found' } };
         record.text = String(body.text ?? '');
+        edits.push({ id: record.id, text: record.text, at: Date.now() });
         const markup = body.reply_markup as { inline_keyboard?: unknown[] } | undefined;
         if (markup !== undefined && (markup.inline_keyboard ?? []).length === 0) record.buttons = [];
         return ok({ message_id: Number(record.id), date: Math.floor(Date.now() / 1000), chat: { id: Number(record.chatId), type: 'private' }, text: record.text });
@@ -322,6 +326,7 @@ export async function startFakeTelegram(options: { token?: string; webhook?: boo
     },
     pressAnswers: () => [...pressAnswers],
     sent: () => sent.map((record) => ({ ...record })),
+    edits: () => edits.map((edit) => ({ ...edit })),
     attempts: () => [...attempts],
     typing: () => [...typing],
     rateLimitNextSend(seconds) {

@@ -34,6 +34,13 @@ export interface ServeChannelOptions {
   approvalPollMs?: number;
   /** Tries per message when the platform answers 429 (default 4), and the longest wait accepted (default 5 minutes). */
   retry?: { attempts?: number; maxWaitMs?: number };
+  /**
+   * A reply still growing `afterMs` (default 1.5 s) after its first words is sent as it
+   * stands and then edited as it grows, at most once every `everyMs`
+   * (default 1.5 s, within Telegram's and Slack's rate limits); `false`
+   * sends each reply once, whole.
+   */
+  streaming?: { afterMs?: number; everyMs?: number } | false;
 }
 
 /** A channel being served: its adapter receiving, every answer going back through the same road. */
@@ -121,13 +128,77 @@ export async function serveChannel(options: ServeChannelOptions): Promise<Served
     return () => clearInterval(timer);
   }
 
-  async function answer(event: ChannelEvent, result: TurnResult): Promise<void> {
-    const texts: string[] = [];
-    if (result.notice !== null) texts.push(result.notice);
-    for (const reply of result.replies) texts.push(result.replies.length > 1 ? `${reply.agent}: ${reply.text}` : reply.text);
-    for (const text of texts) {
-      if (text.trim() === '') continue;
-      if (!(await send(event.target, text))) return;
+  /**
+   * The replies of one turn as they are written: a reply still growing after
+   * a while is sent as it stands, then edited at a bounded rate; the final
+   * text replaces it (and what does not fit goes in further messages).
+   */
+  function streamer(target: ChannelTarget) {
+    const settings = options.streaming === false ? null : { afterMs: options.streaming?.afterMs ?? 1500, everyMs: options.streaming?.everyMs ?? 1500 };
+    const limit = adapter.capabilities.textLimit;
+    const replies = new Map<string, { text: string; began: number; messageId: string | null; shown: string; lastEdit: number; busy: Promise<void> }>();
+    let failed = false;
+    /** In a team turn, each reply is headed by its agent's name (known once a second agent writes). */
+    const label = (agent: string, text: string, team = replies.size > 1) => (team ? `${agent}: ${text}` : text);
+    /** What can be shown of a growing text in one message: its beginning, marked as unfinished. */
+    const partial = (text: string) => (text.length + 2 > limit ? `${text.slice(0, limit - 2)} …` : `${text} …`);
+
+    function update(agent: string): void {
+      const reply = replies.get(agent)!;
+      if (settings === null || failed) return;
+      const now = Date.now();
+      if (reply.messageId === null ? now - reply.began < settings.afterMs : now - reply.lastEdit < settings.everyMs) return;
+      const shown = partial(label(agent, reply.text));
+      if (shown === reply.shown) return;
+      reply.lastEdit = now;
+      reply.shown = shown;
+      reply.busy = reply.busy.then(async () => {
+        try {
+          if (reply.messageId === null) reply.messageId = (await adapter.sendText(target, shown)).id;
+          else await adapter.editText(target, reply.messageId, shown);
+        } catch (error) {
+          // A stream that cannot go on falls back to one message with the whole reply at the end.
+          log?.debug({ err: error }, 'a streamed reply could not be updated');
+          if (reply.messageId === null) failed = true;
+        }
+      });
+    }
+
+    return {
+      onPart(agent: string, part: { type: string; text?: string }) {
+        if (part.type !== 'text-delta' || typeof part.text !== 'string') return;
+        let reply = replies.get(agent);
+        if (reply === undefined) {
+          reply = { text: '', began: Date.now(), messageId: null, shown: '', lastEdit: 0, busy: Promise.resolve() };
+          replies.set(agent, reply);
+        }
+        reply.text += part.text;
+        update(agent);
+      },
+      /** The final text of an agent's reply: into the message already sent, if any, and the rest after it. Resolves to whether it was delivered. */
+      async finish(agent: string, text: string, team: boolean): Promise<boolean> {
+        const reply = replies.get(agent);
+        const whole = label(agent, text, team);
+        if (reply === undefined || reply.messageId === null) return send(target, whole);
+        await reply.busy;
+        const [first = '', ...rest] = splitText(whole, limit);
+        const messageId = reply.messageId;
+        if (!(await deliver(target, () => adapter.editText(target, messageId, first)))) return false;
+        for (const part of rest) if (!(await deliver(target, () => adapter.sendText(target, part)))) return false;
+        return true;
+      },
+      /** Wait for edits under way (the turn failed or was cut short). */
+      async drain(): Promise<void> {
+        await Promise.allSettled([...replies.values()].map((reply) => reply.busy));
+      },
+    };
+  }
+
+  async function answer(event: ChannelEvent, result: TurnResult, stream: ReturnType<typeof streamer>): Promise<void> {
+    if (result.notice !== null && result.notice.trim() !== '' && !(await send(event.target, result.notice))) return;
+    for (const reply of result.replies) {
+      if (reply.text.trim() === '') continue;
+      if (!(await stream.finish(reply.agent, reply.text, result.replies.length > 1))) return;
     }
   }
 
@@ -151,9 +222,17 @@ export async function serveChannel(options: ServeChannelOptions): Promise<Served
     }
     const stopTyping = known.has(sender) ? typing(event.target) : () => undefined;
     let result: TurnResult;
+    // Replies stream only in a one-to-one chat: in a group, an answer under construction would interleave with others.
+    const stream = streamer(event.target);
+    const streaming = inbound.conversation.kind === 'dm' && options.streaming !== false;
     try {
-      result = await core.handle(inbound, { commandPrefix: adapter.capabilities.commandPrefix, signal: stopping.signal });
+      result = await core.handle(inbound, {
+        commandPrefix: adapter.capabilities.commandPrefix,
+        signal: stopping.signal,
+        ...(streaming ? { onPart: (agent: string, part: { type: string; text?: string }) => stream.onPart(agent, part) } : {}),
+      });
     } catch (error) {
+      await stream.drain();
       stopTyping();
       log?.error({ err: error }, 'the turn failed');
       await send(event.target, RosterError.isInstance(error) ? error.message : failedTurn);
@@ -162,7 +241,7 @@ export async function serveChannel(options: ServeChannelOptions): Promise<Served
     stopTyping();
     if (result.duplicate) return;
     if (result.person !== null) known.add(sender);
-    await answer(event, result);
+    await answer(event, result, stream);
     if (event.media.length > 0 && result.person !== null) await send(event.target, cannotRead(describeMedia(event.media)));
   }
 

@@ -1,0 +1,96 @@
+import { testInstallationKey } from '@roster/config/testing';
+import { parseConfig } from '@roster/config';
+import { serveChannel, type ServedChannel } from '@roster/channels';
+import { until } from '@roster/channels/conformance';
+import { openTestDatabase } from '@roster/db/testing';
+import { createRuntime } from '@roster/runtime';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startFakeSlack } from '../packages/channel-slack/src/fake-slack.js';
+import { startFakeTelegram } from '../packages/channel-telegram/src/fake-telegram.js';
+import { startFakeOpenAi } from './support/fake-openai.js';
+
+/**
+ * A long answer streams on Telegram and Slack: sent as it stands once it has
+ * been written for a while, then edited as it grows, no more often than the
+ * bound, and finally replaced by the whole reply. The model is a local fake
+ * of the OpenAI API that writes its answer in pieces, with pauses.
+ */
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+const everyMs = 300;
+const pieces = Array.from({ length: 10 }, (_, index) => `Part ${index + 1} of the plan is settled. `);
+const whole = pieces.join('').trim();
+
+async function setUp(platform: Awaited<ReturnType<typeof startFakeTelegram>> | Awaited<ReturnType<typeof startFakeSlack>>, answer: { text: string; pieces: string[] }) {
+  const model = await startFakeOpenAi(() => ({ ...answer, pauseMs: 120 }));
+  cleanups.push(() => model.close());
+  const test = await openTestDatabase();
+  cleanups.push(() => test.cleanup());
+  const runtime = await createRuntime({ config: parseConfig({}), database: test.database, key: testInstallationKey });
+  const { directory } = runtime.core;
+  await directory.addAgent({ name: 'Writer', job: 'writes plans', engine: model.engine });
+  const person = await directory.addPerson({ name: 'Pia' });
+  const user = platform.user(1);
+  await directory.linkIdentity(person.id, platform.adapter.channel, user.id, user.name);
+  const served: ServedChannel = await serveChannel({ adapter: platform.adapter, core: runtime.core, streaming: { afterMs: 200, everyMs } });
+  cleanups.push(() => served.stop());
+  return { user, served };
+}
+
+describe.each([
+  ['telegram', () => startFakeTelegram()],
+  ['slack', () => startFakeSlack()],
+] as const)('streaming a long answer on %s', (_name, start) => {
+  it('sends the answer as it stands, edits it as it grows at a bounded rate, and ends with the whole reply', async () => {
+    const platform = await start();
+    cleanups.push(() => platform.close());
+    const { user, served } = await setUp(platform, { text: whole, pieces });
+    await platform.deliver({ chat: 'dm', from: user, text: 'what is the plan?' });
+    await until(() => platform.sent().some((message) => message.text === whole), 'the whole reply', 20_000);
+    await served.settled();
+
+    const mine = platform.sent().filter((message) => message.chatId === platform.dmChatId(user));
+    expect(mine.map((message) => message.text)).toEqual([whole]);
+    const edits = platform.edits().filter((edit) => edit.id === mine[0]!.id);
+    // It was shown before it was finished: the growing text, marked unfinished, then the whole.
+    expect(edits.length).toBeGreaterThanOrEqual(2);
+    expect(edits.slice(0, -1).filter((edit) => !(edit.text.endsWith(" …") && whole.startsWith(edit.text.slice(0, -2).trim())))).toEqual([]);
+    expect(edits.at(-1)!.text).toBe(whole);
+    // No faster than the bound between the streamed edits (the final one goes when the reply is done).
+    const streamed = edits.slice(0, -1);
+    for (let index = 1; index < streamed.length; index += 1) expect(streamed[index]!.at - streamed[index - 1]!.at).toBeGreaterThanOrEqual(everyMs - 50);
+  });
+
+  it('sends a quick answer once, whole, with no edit (the control)', async () => {
+    const platform = await start();
+    cleanups.push(() => platform.close());
+    const { user, served } = await setUp(platform, { text: 'Done.', pieces: ['Done.'] });
+    await platform.deliver({ chat: 'dm', from: user, text: 'quick one' });
+    await until(() => platform.sent().some((message) => message.text === 'Done.'), 'the reply', 20_000);
+    await served.settled();
+    expect(platform.sent().filter((message) => message.chatId === platform.dmChatId(user)).map((message) => message.text)).toEqual(['Done.']);
+    expect(platform.edits()).toEqual([]);
+  });
+});
+
+describe('streaming past the platform limit', () => {
+  it('keeps the beginning in the streamed message and sends the rest after it', async () => {
+    const platform = await startFakeTelegram();
+    cleanups.push(() => platform.close());
+    const sentence = 'This sentence fills the long answer with words. ';
+    const long = Array.from({ length: 8 }, () => sentence.repeat(15));
+    const text = long.join('').trim();
+    expect(text.length).toBeGreaterThan(4096);
+    const { user, served } = await setUp(platform, { text, pieces: long });
+    await platform.deliver({ chat: 'dm', from: user, text: 'tell me everything' });
+    await until(() => platform.sent().filter((message) => message.chatId === platform.dmChatId(user)).length >= 2, 'the rest of the reply', 20_000);
+    await served.settled();
+    const mine = platform.sent().filter((message) => message.chatId === platform.dmChatId(user));
+    expect(mine.every((message) => message.text.length <= 4096)).toBe(true);
+    expect(mine.map((message) => message.text).join(' ').split(/\s+/)).toEqual(text.split(/\s+/));
+    expect(platform.edits().some((edit) => edit.id === mine[0]!.id && edit.text.endsWith(' …'))).toBe(true);
+  });
+});
