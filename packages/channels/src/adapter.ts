@@ -70,6 +70,8 @@ export interface ApprovalRequest {
   agent: string;
   /** The whole text the owner approves: never shortened. */
   text: string;
+  /** The handles on the asking channel it was pushed to already (by this gateway or another, before a restart). */
+  pushedTo?: string[];
 }
 
 /** Someone pressed an approval's button. */

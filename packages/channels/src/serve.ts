@@ -13,8 +13,10 @@ import { splitText } from './split.js';
  * job system's lessons here, so that this package depends on the core alone.
  */
 export interface ApprovalDesk {
-  /** What waits for a decision now. */
-  pending(): Promise<ApprovalRequest[]>;
+  /** What waits for a decision now, with the handles of `channel` each was pushed to. */
+  pending(channel: string): Promise<ApprovalRequest[]>;
+  /** Remember that an approval reached this owner's handle, so that it is not pushed there again. */
+  markPushed(approvalId: string, channel: string, handle: string): Promise<void>;
   /**
    * Decide as this person. Throws a RosterError when refused (not an owner,
    * decided already); resolves to what happened, in words.
@@ -268,14 +270,14 @@ export async function serveChannel(options: ServeChannelOptions): Promise<Served
 
   async function pushPending(): Promise<number> {
     if (options.approvals === undefined) return 0;
-    const pending = await options.approvals.pending();
+    const pending = await options.approvals.pending(adapter.channel);
     if (pending.length === 0) return 0;
     const owners = await core.directory.ownerIdentities(adapter.channel);
     let sent = 0;
     for (const approval of pending) {
       for (const owner of owners) {
         const key = `${approval.id}:${owner.externalId}`;
-        if (pushed.has(key)) continue;
+        if (pushed.has(key) || (approval.pushedTo ?? []).includes(owner.externalId)) continue;
         const target: ChannelTarget = { chatId: owner.externalId, recipient: owner.externalId };
         // The whole text, always: earlier parts as plain messages, the last one with the buttons.
         const parts = splitText(`${approval.agent} proposes a lesson, to ride in every prompt it gets from now on:\n\n${approval.text}`, adapter.capabilities.textLimit);
@@ -284,6 +286,7 @@ export async function serveChannel(options: ServeChannelOptions): Promise<Served
         delivered &&= await deliver(target, () => adapter.sendApproval(target, { id: approval.id, text: parts.at(-1)! }));
         if (delivered) {
           pushed.add(key);
+          await options.approvals.markPushed(approval.id, adapter.channel, owner.externalId).catch((error: unknown) => log?.error({ err: error }, 'could not record an approval as pushed'));
           sent += parts.length;
         }
       }

@@ -5,7 +5,10 @@ import { approveLesson, listApprovals, rejectApproval } from './lessons.js';
 
 /** The owner's pending lessons as a channel shows them, and the decisions pressed there. */
 export interface ApprovalDesk {
-  pending(): Promise<Array<{ id: string; agent: string; text: string }>>;
+  /** What waits, with the handles of `channel` each was pushed to already. */
+  pending(channel: string): Promise<Array<{ id: string; agent: string; text: string; pushedTo: string[] }>>;
+  /** Remember that an approval reached an owner's handle (a restart does not push it there again). */
+  markPushed(approvalId: string, channel: string, handle: string): Promise<void>;
   decide(approvalId: string, decision: 'approve' | 'reject', person: Person): Promise<string>;
 }
 
@@ -16,11 +19,28 @@ export interface ApprovalDesk {
  */
 export function createApprovalDesk(database: Database, audit: AuditLog, directory: Directory): ApprovalDesk {
   return {
-    async pending() {
+    async pending(channel) {
       const approvals = await listApprovals(database, { status: 'pending' });
       if (approvals.length === 0) return [];
       const agents = await directory.listAgents({ includeArchived: true });
-      return approvals.map((approval) => ({ id: approval.id, agent: agents.find((agent) => agent.id === approval.agentId)?.name ?? 'An agent', text: approval.text }));
+      const pushes = await database.adminScope('gateway: read where approvals were pushed', async (tx) => {
+        const { rows } = await tx.query<{ approval_id: string; external_id: string }>('select approval_id, external_id from approval_pushes where channel = $1 and approval_id = any($2::uuid[])', [
+          channel,
+          approvals.map((approval) => approval.id),
+        ]);
+        return rows;
+      });
+      return approvals.map((approval) => ({
+        id: approval.id,
+        agent: agents.find((agent) => agent.id === approval.agentId)?.name ?? 'An agent',
+        text: approval.text,
+        pushedTo: pushes.filter((push) => push.approval_id === approval.id).map((push) => push.external_id),
+      }));
+    },
+    async markPushed(approvalId, channel, handle) {
+      await database.adminScope('gateway: record an approval as pushed', (tx) =>
+        tx.query('insert into approval_pushes (approval_id, channel, external_id) values ($1, $2, $3) on conflict do nothing', [approvalId, channel, handle]),
+      );
     },
     async decide(approvalId, decision, person) {
       if (decision === 'approve') {

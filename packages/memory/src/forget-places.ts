@@ -74,6 +74,8 @@ export const forgetPlaces: Readonly<Record<string, ForgetReach>> = {
   'channel_bindings.account': noWords('a channel account id'),
   'channel_bindings.policy': enumeration,
   'channel_bindings.allowlist': noWords('handles allowed to talk'),
+  'approval_pushes.channel': enumeration,
+  'approval_pushes.external_id': noWords('the platform handle of an owner an approval was pushed to'),
   'channel_credentials.channel': enumeration,
   'channel_credentials.account': noWords('a channel account id'),
   'channel_credentials.name': noWords('the name of a credential (bot_token, signing_secret)'),
