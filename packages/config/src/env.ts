@@ -223,9 +223,14 @@ export const environment = {
     description: 'How long a running job’s lock lasts: a worker that dies mid-job has its job taken up again after about this long.',
   },
   ROSTER_QUEUE_PREFIX: {
-    schema: z.string().trim().regex(/^[A-Za-z0-9_.:-]{1,64}$/).default('roster'),
-    example: 'roster',
-    description: 'The Redis key prefix of the job queues; installations sharing a Redis need different ones.',
+    schema: z
+      .string()
+      .trim()
+      .regex(/^(\{[A-Za-z0-9_.:-]{1,62}\}|[A-Za-z0-9_.:-]{1,64})$/)
+      .default('{roster}'),
+    example: '{roster}',
+    description:
+      'The Redis key prefix of the job queues; installations sharing a Redis need different ones. In braces (the default), every queue key hashes to one slot, as a Redis Cluster needs.',
   },
   PRIVACY: {
     schema: z.enum(['standard', 'strict']).default('standard'),

@@ -69,7 +69,7 @@ export function producerConnection(connection: ConnectionOptions): ConnectionOpt
 }
 
 /** BullMQ queues of every job, under one key prefix (tests use a prefix of their own). Producers: they fail fast while Redis is away. */
-export function createQueues(connection: ConnectionOptions, prefix = 'roster'): QueueSet {
+export function createQueues(connection: ConnectionOptions, prefix = '{roster}'): QueueSet {
   const producer = producerConnection(connection);
   const queues = Object.fromEntries(
     jobNames.map((name) => [name, new Queue(name, { connection: producer, prefix, defaultJobOptions })]),
