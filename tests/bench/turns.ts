@@ -12,8 +12,9 @@
  * TEST_DATABASE_URL names one (a database of its own is created and dropped).
  *
  * Options: `--facts=0,1000,10000`, `--concurrency=1,10,50`, `--turns=80`
- * (turns per run at least; each conversation says at least 3).
+ * (turns per run at least; each conversation says at least 2).
  */
+import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createLogger, parseConfig } from '@roster/config';
 import { testInstallationKey } from '@roster/config/testing';
@@ -241,10 +242,10 @@ async function openFixture(kind: 'embedded' | 'server', facts: number, people: n
   const sessions: Fixture['sessions'] = [];
   for (const person of http) {
     const { token } = await createLoginLink(raw, person.id);
-    const response = await fetch(`${base}/api/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token }) });
-    if (response.status !== 200) throw new Error(`login failed: ${response.status} ${await response.text()}`);
-    const cookie = String(response.headers.get('set-cookie')).split(';')[0]!;
-    sessions.push({ cookie, csrfToken: ((await response.json()) as { csrfToken: string }).csrfToken });
+    const response = await post(`${base}/api/login`, { token });
+    if (response.status !== 200) throw new Error(`login failed: ${response.status} ${response.body}`);
+    const cookie = String(response.headers['set-cookie']?.[0]).split(';')[0]!;
+    sessions.push({ cookie, csrfToken: (JSON.parse(response.body) as { csrfToken: string }).csrfToken });
   }
   return {
     runtime,
@@ -262,6 +263,29 @@ async function openFixture(kind: 'embedded' | 'server', facts: number, people: n
   };
 }
 
+/**
+ * One POST on a connection of its own (no keep-alive: a pooled socket the
+ * server closed while idle would fail the next turn), the whole body read.
+ */
+function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    const payload = JSON.stringify(body);
+    const request = http.request(
+      url,
+      { method: 'POST', agent: false, headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) } },
+      (response) => {
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (text += chunk));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: text }));
+        response.on('error', reject);
+      },
+    );
+    request.on('error', reject);
+    request.end(payload);
+  });
+}
+
 /** One turn through a door; rejects unless the agent answered. */
 async function sayThrough(fixture: Fixture, door: Door, conversation: number, text: string): Promise<void> {
   if (door === 'core.handle') {
@@ -272,19 +296,15 @@ async function sayThrough(fixture: Fixture, door: Door, conversation: number, te
     return;
   }
   const session = fixture.sessions[conversation]!;
-  const response = await fetch(`${fixture.base}/api/chat`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', cookie: session.cookie, 'x-csrf-token': session.csrfToken },
-    body: JSON.stringify({ message: text }),
-  });
-  const body = await response.text();
+  const response = await post(`${fixture.base}/api/chat`, { message: text }, { cookie: session.cookie, 'x-csrf-token': session.csrfToken });
+  const body = response.body;
   if (response.status !== 200 || !body.includes('event: turn-end') || !body.includes('event: done')) {
     throw new Error(`POST /api/chat answered ${response.status}: ${body.slice(0, 300)}`);
   }
 }
 
 async function measure(fixture: Fixture, kind: 'embedded' | 'server', facts: number, door: Door, concurrency: number, options: Options): Promise<RunResult> {
-  const perConversation = Math.max(3, Math.ceil(options.turns / concurrency));
+  const perConversation = Math.max(2, Math.ceil(options.turns / concurrency));
   const random = createRandom(seed * 3 + facts * 7 + concurrency);
   const vocabulary = createVocabulary(seed);
   const turns: TurnRecord[] = [];
@@ -408,8 +428,8 @@ function buildReport(results: RunResult[], options: Options, server: boolean): B
         `scope reads them, so each conversation's search looks through that many facts (at 10k and more than 10,000 vectors ` +
         `the vector arm goes through HNSW, as search's exactBelow default says).`,
       `*core.handle* calls the core in process, as the web route does; *POST /api/chat* is the real server (Fastify) on ` +
-        `loopback, a signed-in session cookie and CSRF header per person, the whole event stream read. At least ` +
-        `${options.turns} turns per row (each conversation at least 3), after ${warmUpTurns} warm-up turns per door. ` +
+        `loopback (a new connection per request), a signed-in session cookie and CSRF header per person, the whole event stream read. At least ` +
+        `${options.turns} turns per row (each conversation at least 2), after ${warmUpTurns} warm-up turns per door. ` +
         `*core share* is a turn's time less the engine's own time (the offline engine's \`run\` less the memory tools it ` +
         `called, which are the core's work); the offline engine needs no model, so almost all of a turn is the core's. ` +
         `*SQL statements per turn* are counted by a wrapper around the Database (each statement a transaction runs, plus ` +
