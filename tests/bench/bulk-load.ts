@@ -39,7 +39,8 @@ export interface BulkLoadOptions {
 }
 
 /**
- * Insert facts (trust `active`, audience `private`) and their vectors of the
+ * Insert facts (trust `active`; audience `private`, or `agent` when the scope
+ * has no person: an agent-wide fact every scope of the agent reads) and their vectors of the
  * embedder's model, a batch per transaction. Returns the fact ids in input
  * order. Does not register the model: call `ensureEmbeddingModel` afterwards,
  * so that the HNSW index is built once over all rows instead of row by row.
@@ -54,13 +55,13 @@ export async function bulkLoadFacts(database: Database, embedder: Embedder, fact
     await database.adminScope('bench: bulk load facts', async (tx) => {
       await tx.query(
         `insert into facts (id, agent_id, person_id, audience, content, content_hash, category, trust)
-         select id, agent_id, person_id, 'private', content, content_hash, 'general', 'active'
+         select id, agent_id, person_id, case when person_id is null then 'agent' else 'private' end, content, content_hash, 'general', 'active'
          from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[]) as t(id, agent_id, person_id, content, content_hash)`,
         [batchIds, batch.map((fact) => fact.scope.agentId), batch.map((fact) => fact.scope.personId), batch.map((fact) => fact.content), batch.map((fact) => contentHash(fact.content))],
       );
       await tx.query(
         `insert into fact_embeddings (fact_id, model, agent_id, person_id, audience, embedding)
-         select fact_id, $1, agent_id, person_id, 'private', embedding::vector
+         select fact_id, $1, agent_id, person_id, case when person_id is null then 'agent' else 'private' end, embedding::vector
          from unnest($2::uuid[], $3::uuid[], $4::uuid[], $5::text[]) as t(fact_id, agent_id, person_id, embedding)`,
         [embedder.model, batchIds, batch.map((fact) => fact.scope.agentId), batch.map((fact) => fact.scope.personId), vectors.map(storedPrecision)],
       );

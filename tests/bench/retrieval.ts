@@ -13,10 +13,15 @@
  * scope filter, and once more on an index rebuilt by hand with other build
  * parameters (bench only: the product's index is ensureEmbeddingModel's).
  *
+ * On the embedded database always; when TEST_DATABASE_URL names a server
+ * Postgres with pgvector, every size is measured there too, in a database of
+ * its own created and dropped by the run, and its rows are marked `(server)`.
+ *
  * Options: `--sizes=1000,10000,100000`, `--queries=100`, `--rebuild=16:64`
  * (m:ef_construction of the second index; `--rebuild=off` to skip it).
  */
 import { migrate, openEmbeddedDatabase, type Database, type Scope, type Transaction } from '@roster/db';
+import { openTestDatabase } from '@roster/db/testing';
 import { createHashingEmbedder, createMemory, ensureEmbeddingModel, type Embedder, type SearchOptions } from '@roster/memory';
 import { testInstallationKey } from '@roster/config/testing';
 import { fromSql, toSql } from 'pgvector';
@@ -93,6 +98,8 @@ interface IndexResult {
 }
 
 interface SizeResult {
+  /** Where it ran: the embedded database, or the server Postgres of TEST_DATABASE_URL. */
+  database: 'embedded' | 'server';
   size: number;
   scopeSize: number;
   loadSeconds: number;
@@ -123,15 +130,32 @@ interface RowsReturned {
 export async function run(args: readonly string[]): Promise<BenchmarkReport> {
   const options = parseOptions(args);
   const results: SizeResult[] = [];
-  for (const size of options.sizes) results.push(await measureSize(size, options));
+  for (const size of options.sizes) results.push(await measureSize(size, options, 'embedded'));
+  const serverUrl = process.env.TEST_DATABASE_URL;
+  if (serverUrl !== undefined && serverUrl !== '') {
+    for (const size of options.sizes) results.push(await measureSize(size, options, 'server'));
+  } else {
+    progress('retrieval: TEST_DATABASE_URL is not set; the server Postgres runs are skipped');
+  }
   return buildReport(results, options);
 }
 
-async function measureSize(size: number, options: Options): Promise<SizeResult> {
-  const embedder = createHashingEmbedder();
+/** A migrated database of the kind asked for, and how to let it go. */
+async function openMeasured(kind: 'embedded' | 'server'): Promise<{ database: Database; close: () => Promise<void> }> {
+  if (kind === 'server') {
+    const test = await openTestDatabase({ serverUrl: process.env.TEST_DATABASE_URL });
+    return { database: test.database, close: () => test.cleanup() };
+  }
   const database = await openEmbeddedDatabase('memory://');
+  await migrate(database);
+  return { database, close: () => database.close() };
+}
+
+async function measureSize(size: number, options: Options, kind: 'embedded' | 'server'): Promise<SizeResult> {
+  const embedder = createHashingEmbedder();
+  const opened = await openMeasured(kind);
+  const { database } = opened;
   try {
-    await migrate(database);
     const scopes = await createScopes(database, agents);
     const target = scopes[0]!;
     const vocabulary = createVocabulary(seed);
@@ -243,6 +267,7 @@ async function measureSize(size: number, options: Options): Promise<SizeResult> 
     }
 
     const result: SizeResult = {
+      database: kind,
       size,
       scopeSize: scopeVectors.size,
       loadSeconds,
@@ -266,7 +291,7 @@ async function measureSize(size: number, options: Options): Promise<SizeResult> 
     );
     return result;
   } finally {
-    await database.close();
+    await opened.close();
   }
 }
 
@@ -458,15 +483,20 @@ function formatSize(size: number): string {
   return size >= 1000 && size % 1000 === 0 ? `${size / 1000}k` : String(size);
 }
 
+/** The size, marked when it was measured on the server Postgres. */
+function formatRow(result: SizeResult): string {
+  return result.database === 'server' ? `${formatSize(result.size)} (server)` : formatSize(result.size);
+}
+
 function buildReport(results: SizeResult[], options: Options): BenchmarkReport {
-  const verdict = (result: SizeResult, ok: boolean) => (result.size === 100_000 ? (ok ? 'pass' : 'FAIL') : '–');
+  const verdict = (result: SizeResult, ok: boolean) => (result.size === 100_000 && result.database === 'embedded' ? (ok ? 'pass' : 'FAIL') : '–');
   const latency: ResultTable = {
     title: `Latency of one search, ms (${options.queries} queries, limit ${limit}, after ${warmUp} warm-up queries)`,
     columns: ['facts', 'scope', 'hybrid HNSW p50', 'p95', 'hybrid exact p50', 'p95', 'full scan (JS) p50', 'p95', 'speed-up', `≥ ${targetSpeedUp}× at 100k`],
     rows: results.map((result) => {
       const speedUp = result.fullScan.p50 / result.hybridHnsw.p50;
       return [
-        formatSize(result.size),
+        formatRow(result),
         formatSize(result.scopeSize),
         formatMs(result.hybridHnsw.p50),
         formatMs(result.hybridHnsw.p95),
@@ -483,7 +513,7 @@ function buildReport(results: SizeResult[], options: Options): BenchmarkReport {
     title: 'Where the time goes: p50 ms of each arm alone (memory.search with one mode) and together',
     columns: ['facts', 'full-text arm', 'vector arm HNSW', 'vector arm exact', 'hybrid HNSW', 'hybrid exact', 'full scan (JS)', 'full scan ÷ vector arm HNSW'],
     rows: results.map((result) => [
-      formatSize(result.size),
+      formatRow(result),
       formatMs(result.fullTextArm.p50),
       formatMs(result.vectorHnsw.p50),
       formatMs(result.vectorExact.p50),
@@ -512,7 +542,7 @@ function buildReport(results: SizeResult[], options: Options): BenchmarkReport {
       const free = result.defaults.defaults;
       const graph = result.defaults['defaults-graph'];
       return [
-        formatSize(result.size),
+        formatRow(result),
         formatRatio(result.recallHnsw),
         verdict(result, result.recallHnsw >= targetRecall),
         formatRatio(result.recallExact),
@@ -540,7 +570,7 @@ function buildReport(results: SizeResult[], options: Options): BenchmarkReport {
     ],
     rows: results.flatMap((result) =>
       result.indexes.map((index) => [
-        formatSize(result.size),
+        formatRow(result),
         index.label,
         index.buildSeconds.toFixed(1),
         ...index.graphAlone.map((graph) => formatRatio(graph.recall)),
@@ -552,7 +582,7 @@ function buildReport(results: SizeResult[], options: Options): BenchmarkReport {
     title: 'Setup, not part of the comparison (seconds)',
     columns: ['facts', 'bulk load', 'HNSW index build (ensureEmbeddingModel)', 'analyze'],
     rows: results.map((result) => [
-      formatSize(result.size),
+      formatRow(result),
       result.loadSeconds.toFixed(1),
       result.indexes[0]!.buildSeconds.toFixed(1),
       result.analyzeSeconds.toFixed(1),
@@ -561,11 +591,11 @@ function buildReport(results: SizeResult[], options: Options): BenchmarkReport {
   const plans: ResultTable = {
     title: "Plan of the vector arm's statement (EXPLAIN, first query)",
     columns: ['facts', ...armSettings],
-    rows: results.map((result) => [formatSize(result.size), ...armSettings.map((settings) => result.plans[settings])]),
+    rows: results.map((result) => [formatRow(result), ...armSettings.map((settings) => result.plans[settings])]),
   };
 
   const findings: string[] = [];
-  const largest = results.find((result) => result.size === 100_000);
+  const largest = results.find((result) => result.size === 100_000 && result.database === 'embedded');
   if (largest !== undefined) {
     const speedUp = largest.fullScan.p50 / largest.hybridHnsw.p50;
     const graph = largest.defaults['defaults-graph'];
@@ -591,6 +621,21 @@ function buildReport(results: SizeResult[], options: Options): BenchmarkReport {
         `${graph.meanRows.toFixed(1)} rows of ${limit} on average at 100k (fewest ${graph.minRows}; ${graph.zeroRows} of ${options.queries} ` +
         `queries got none); ours always returns ${limit}. Left to itself with the defaults, the planner does not walk the graph at all ` +
         `here: it sorts the scope (${largest.plans.defaults}), which is exact.`,
+    );
+  }
+  const server = results.filter((result) => result.database === 'server');
+  if (server.length === 0) {
+    findings.push('**Server Postgres:** skipped (TEST_DATABASE_URL is not set); every row above is the embedded database.');
+  } else {
+    findings.push(
+      `**Server Postgres beside the embedded one (hybrid HNSW p50):** ` +
+        server
+          .map((result) => {
+            const embedded = results.find((other) => other.database === 'embedded' && other.size === result.size);
+            return `${formatSize(result.size)}: ${formatMs(result.hybridHnsw.p50)} ms against ${embedded === undefined ? '–' : formatMs(embedded.hybridHnsw.p50)} ms`;
+          })
+          .join('; ') +
+        '.',
     );
   }
   return {

@@ -116,3 +116,33 @@ describe('a remote embedder', () => {
     expect(results[0]!.scores.vector).toBeNull();
   });
 });
+
+describe('full-text ranking and neighbours', () => {
+  // The full-text arm alone (the vector arm of a small scope brings every fact, related or not).
+  it('ranks the rare word above the common one, and lends a match to the fact recorded beside it in the same scope only', async () => {
+    const ada = f.dm('scout', 'ada');
+    const bob = f.dm('scout', 'bob');
+    const say = async (scope: typeof ada, person: string, content: string) => (await f.memory.remember(scope, { content, provenance: saidBy(person) })).fact;
+    const filler = await Promise.all(['Ada likes tea', 'Ada walks to work', 'Ada reads at night'].map((content) => say(ada, f.people.ada, content)));
+    const adopted = await say(ada, f.people.ada, 'Ada adopted a greyhound in spring');
+    // Bob's fact is recorded between Ada's two, under the same agent.
+    const bobs = await say(bob, f.people.bob, 'Bob keeps his savings under the floorboards');
+    const named = await say(ada, f.people.ada, 'His name is Rex');
+
+    const found = (await f.memory.search(ada, 'Ada greyhound', { mode: 'full-text' })).map((result) => result.fact.id);
+    // "ada" is in every fact of the scope, "greyhound" in one: the rare word decides the first place.
+    expect(found[0]).toBe(adopted.id);
+    // The fact recorded after the match shares no word with the query and is found as its neighbour.
+    expect(found).toContain(named.id);
+    expect(found).toEqual(expect.arrayContaining(filler.map((fact) => fact.id)));
+    // Bob's fact, recorded in between, is never lent to Ada.
+    expect(found).not.toContain(bobs.id);
+    // Without neighbours the fact that shares no word is not found.
+    const alone = (await f.memory.search(ada, 'Ada greyhound', { mode: 'full-text', neighbours: 0 })).map((result) => result.fact.id);
+    expect(alone).toContain(adopted.id);
+    expect(alone).not.toContain(named.id);
+    // Bob's own search sees his fact, and none of Ada's, neighbours included.
+    const bobFound = (await f.memory.search(bob, 'savings greyhound Rex', { mode: 'full-text' })).map((result) => result.fact.id);
+    expect(bobFound).toEqual([bobs.id]);
+  });
+});

@@ -35,17 +35,31 @@ export interface SearchOptions {
    * full text 1, vector `defaultVectorWeight(model)`).
    */
   weights?: { fullText?: number; vector?: number };
+  /**
+   * The share of a full-text match's score lent to the facts of the scope
+   * recorded just before and after it (default 0.5; 0 turns it off).
+   */
+  neighbours?: number;
 }
+
+/**
+ * What a fact recorded next to a strong full-text match borrows of its score.
+ * Facts said one after the other often answer one another; chosen on LoCoMo
+ * conversations 1–3 among 0.1, 0.2, 0.3, 0.5, 0.7 and 1, reported on
+ * conversations 4–7 (docs/benchmarks.md).
+ */
+export const neighbourWeight = 0.5;
 
 /**
  * The vector arm's vote against the full-text arm's, for the hashing
  * embedder. Its vectors mostly repeat the words full text already matched,
  * and an equal vote let its weaker ranking push good full-text hits out:
- * chosen on LoCoMo conversations 1–3 among 0.25, 0.5, 0.75 and 1, reported on
- * conversations 4–7 (docs/benchmarks.md). Other embedders get an equal vote,
- * the usual reciprocal-rank fusion, until measured.
+ * chosen on LoCoMo conversations 1–3 among 0.1, 0.25, 0.5, 0.75 and 1 once
+ * full text ranked by BM25 with neighbours, reported on conversations 4–7
+ * (docs/benchmarks.md). Other embedders get an equal vote, the usual
+ * reciprocal-rank fusion, until measured.
  */
-export const hashingVectorWeight = 0.25;
+export const hashingVectorWeight = 0.1;
 
 /** The vector arm's default vote for an embedder model. */
 export function defaultVectorWeight(model: string): number {
@@ -133,7 +147,7 @@ export async function searchFacts(database: Database, embedder: Embedder, scope:
   }
 
   return database.withScope(scope, async (tx) => {
-    const fullText = mode === 'vector' ? [] : await fullTextArm(tx, text, candidates);
+    const fullText = mode === 'vector' ? [] : await fullTextArm(tx, text, candidates, clampShare(options.neighbours ?? neighbourWeight));
     const vector =
       queryVector === null ? [] : await vectorArm(tx, embedder, queryVector, candidates, options.exactBelow ?? 10_000, options.scopeSizes);
     const ids = [...new Set([...fullText, ...vector].map((hit) => hit.id))];
@@ -173,11 +187,11 @@ export async function searchFacts(database: Database, embedder: Embedder, scope:
   });
 }
 
-async function fullTextArm(tx: ScopedTransaction, text: string, candidates: number): Promise<ArmHit[]> {
-  const tsquery = anyWordQuery(text);
-  if (tsquery === null) return [];
-  // One function applies the scope rule itself, so that the GIN index can serve the match (see migration 0005).
-  const { rows } = await tx.query<{ id: string; score: number }>('select id, score from roster_search_full_text($1, $2)', [tsquery, candidates]);
+async function fullTextArm(tx: ScopedTransaction, text: string, candidates: number, neighbours: number): Promise<ArmHit[]> {
+  if (anyWordQuery(text) === null) return [];
+  // One function applies the scope rule itself, so that the GIN index can serve the match (see
+  // migration 0005); it ranks by BM25 and lends a share of each strong match to its neighbours (0017).
+  const { rows } = await tx.query<{ id: string; score: number }>('select id, score from roster_search_ranked($1, $2, $3)', [text, candidates, neighbours]);
   return rows.map((row, index) => ({ id: row.id, rank: index + 1, value: Number(row.score) }));
 }
 
@@ -247,13 +261,14 @@ function diversify(scored: Scored[], vectors: Map<string, number[]>, options: { 
   const pool = scored.filter((item) => item.relevance > 0).sort((a, b) => b.relevance - a.relevance);
   const top = pool[0]?.relevance ?? 1;
   const chosen: SearchResult[] = [];
+  // Each candidate's greatest similarity to the facts chosen so far, brought up to date with each new choice.
+  const nearest = new Map<Scored, number>(pool.map((item) => [item, 0]));
   let tokens = 0;
   while (pool.length > 0 && chosen.length < options.limit) {
     let bestIndex = 0;
     let bestScore = -Infinity;
     pool.forEach((item, index) => {
-      const similarity = Math.max(0, ...chosen.map((picked) => cosine(vectors.get(item.fact.id), vectors.get(picked.fact.id))));
-      const score = options.lambda * (item.relevance / top) - (1 - options.lambda) * similarity;
+      const score = options.lambda * (item.relevance / top) - (1 - options.lambda) * nearest.get(item)!;
       if (score > bestScore) {
         bestScore = score;
         bestIndex = index;
@@ -263,6 +278,8 @@ function diversify(scored: Scored[], vectors: Map<string, number[]>, options: { 
     const cost = estimateTokens(item.fact.content ?? '');
     if (tokens + cost > options.tokenBudget) continue;
     tokens += cost;
+    const vector = vectors.get(item.fact.id);
+    for (const other of pool) nearest.set(other, Math.max(nearest.get(other)!, cosine(vectors.get(other.fact.id), vector)));
     chosen.push({
       fact: item.fact,
       tokens: cost,
@@ -285,6 +302,10 @@ function cosine(a: number[] | undefined, b: number[] | undefined): number {
   let dot = 0;
   for (let index = 0; index < a.length; index += 1) dot += a[index]! * b[index]!;
   return dot;
+}
+
+function clampShare(value: number): number {
+  return Number.isFinite(value) ? Math.min(Math.max(value, 0), 1) : neighbourWeight;
 }
 
 function clamp(value: number, min: number, max: number): number {

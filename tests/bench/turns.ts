@@ -1,0 +1,443 @@
+/**
+ * Conversation turns end to end: latency (p50, p95) and turns per second
+ * through `POST /api/chat` (the real server, over a socket on loopback) and
+ * through `core.handle` directly, on the offline engine, at 1, 10 and 50
+ * conversations at once, with 0, 1k and 10k facts in each conversation's
+ * scope. The core's own share is a turn's time less the engine's own (its
+ * `run` less the memory tools it called, which are the core's work); the SQL
+ * statements of a turn are counted by a wrapper around the Database that
+ * passes every call on unchanged.
+ *
+ * On the embedded database always; on a server Postgres as well when
+ * TEST_DATABASE_URL names one (a database of its own is created and dropped).
+ *
+ * Options: `--facts=0,1000,10000`, `--concurrency=1,10,50`, `--turns=80`
+ * (turns per run at least; each conversation says at least 2).
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createLogger, parseConfig } from '@roster/config';
+import { testInstallationKey } from '@roster/config/testing';
+import type { Agent, Engine, EngineTool, InboundMessage, Person } from '@roster/core';
+import { migrate, openEmbeddedDatabase, type Database, type Scope, type ScopedTransaction, type Transaction } from '@roster/db';
+import { openTestDatabase } from '@roster/db/testing';
+import { createOfflineEngine } from '@roster/engines';
+import { createHashingEmbedder } from '@roster/memory';
+import { createRuntime, type Runtime } from '@roster/runtime';
+import { createLoginLink, createServer } from '@roster/server';
+import { bulkLoadFacts } from './bulk-load.js';
+import { formatMs, mean, percentile, progress, type BenchmarkReport, type ResultTable } from './report.js';
+import { createFact, createRandom, createVocabulary, paraphrase } from './synthetic.js';
+
+export const title = 'Turns: latency, throughput and the core’s share of a conversation turn';
+
+const seed = 20_251_201;
+const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+/** The core's own share at p50, one conversation at a time, 10k facts, embedded database. */
+const targetCoreMs = 10;
+const warmUpTurns = 6;
+const doors = ['core.handle', 'POST /api/chat'] as const;
+type Door = (typeof doors)[number];
+
+interface Options {
+  facts: number[];
+  concurrency: number[];
+  turns: number;
+}
+
+function parseOptions(args: readonly string[]): Options {
+  const options: Options = { facts: [0, 1_000, 10_000], concurrency: [1, 10, 50], turns: 80 };
+  const list = (value: string) => value.split(',').map((item) => Number.parseInt(item.replace(/k$/i, '000'), 10));
+  for (const arg of args) {
+    const [key, value = ''] = arg.replace(/^--/, '').split('=');
+    if (key === 'facts') options.facts = list(value);
+    else if (key === 'concurrency') options.concurrency = list(value);
+    else if (key === 'turns') options.turns = Number.parseInt(value, 10);
+    else throw new Error(`Unknown option ${arg}: turns takes --facts=0,1000,10000, --concurrency=1,10,50 and --turns=80.`);
+  }
+  if (options.facts.some((n) => !Number.isInteger(n) || n < 0) || options.concurrency.some((n) => !Number.isInteger(n) || n < 1) || !(options.turns > 0)) {
+    throw new Error('--facts takes integers ≥ 0, --concurrency integers ≥ 1, --turns a positive integer.');
+  }
+  return options;
+}
+
+/**
+ * Counts what the product sends to Postgres, at the Database layer: each
+ * statement a transaction's function runs, plus the statements the layer
+ * itself sends around it (packages/db/src/database.ts: begin, `set local
+ * role`, the scope's `set_config`, commit). Every call is passed on as it is.
+ */
+interface StatementCounter {
+  statements: number;
+  transactions: number;
+}
+
+const layerStatements = { withScope: 4, adminScope: 3, ownerScope: 2, query: 3 } as const;
+
+function countStatements(database: Database, counter: StatementCounter): Database {
+  const counted = <T extends Transaction>(tx: T): T =>
+    ({
+      ...tx,
+      query: (text: string, params?: readonly unknown[]) => {
+        counter.statements += 1;
+        return tx.query(text, params);
+      },
+    }) as T;
+  const open = (kind: keyof typeof layerStatements) => {
+    counter.transactions += 1;
+    counter.statements += layerStatements[kind];
+  };
+  return {
+    kind: database.kind,
+    location: database.location,
+    withScope: (scope, fn) => {
+      open('withScope');
+      return database.withScope(scope, (tx) => fn(counted<ScopedTransaction>(tx)));
+    },
+    adminScope: (reason, fn) => {
+      open('adminScope');
+      return database.adminScope(reason, (tx) => fn(counted(tx)));
+    },
+    ownerScope: (reason, fn) => {
+      open('ownerScope');
+      return database.ownerScope(reason, (tx) => fn(counted(tx)));
+    },
+    ownerSession: (reason, fn) => database.ownerSession(reason, (session) => fn(counted(session))),
+    query: (text, params) => {
+      open('query');
+      counter.statements += 1;
+      return database.query(text, params);
+    },
+    info: () => database.info(),
+    close: () => database.close(),
+  };
+}
+
+/** One turn as measured. */
+interface TurnRecord {
+  ms: number;
+  /** The engine's own time: its `run`, less the memory tools it called. */
+  engineMs: number;
+}
+
+interface RunResult {
+  database: 'embedded' | 'server';
+  facts: number;
+  door: Door;
+  concurrency: number;
+  turns: TurnRecord[];
+  seconds: number;
+  statements: number;
+  transactions: number;
+}
+
+/** Engines that time themselves: the offline engine, with its tools timed apart. */
+function timedEngines(records: Map<string, TurnRecord>): (agent: Agent) => Engine {
+  const engines = new Map<string, Engine>();
+  return (agent) => {
+    let engine = engines.get(agent.id);
+    if (engine === undefined) {
+      const offline = createOfflineEngine({ agentName: agent.name });
+      engine = {
+        id: offline.id,
+        local: offline.local,
+        async run(request) {
+          let toolMs = 0;
+          const tools = request.tools.map(
+            (tool): EngineTool => ({
+              ...tool,
+              execute: async (input, options) => {
+                const started = performance.now();
+                try {
+                  return await tool.execute(input, options);
+                } finally {
+                  toolMs += performance.now() - started;
+                }
+              },
+            }),
+          );
+          const started = performance.now();
+          try {
+            return await offline.run({ ...request, tools });
+          } finally {
+            const record = records.get(request.message);
+            if (record !== undefined) record.engineMs += performance.now() - started - toolMs;
+          }
+        },
+      };
+      engines.set(agent.id, engine);
+    }
+    return engine;
+  };
+}
+
+/** What one conversation says, turn by turn: a quarter remember, a quarter ask, half talk. */
+function messageFor(random: () => number, vocabulary: ReturnType<typeof createVocabulary>, known: readonly string[], conversation: number, turn: number): string {
+  const about = known.length > 0 ? paraphrase(random, known[Math.floor(random() * known.length)]!) : paraphrase(random, createFact(random, vocabulary));
+  // The tag keeps every message unique, so that the engine's time finds its turn.
+  const tag = `(c${conversation} t${turn})`;
+  switch (turn % 4) {
+    case 0:
+      return `remember that ${createFact(random, vocabulary).replace(/\.$/, '')} ${tag}`;
+    case 1:
+      return `what do you know about ${about} ${tag}?`;
+    default:
+      return `${about} ${tag}`;
+  }
+}
+
+interface Fixture {
+  runtime: Runtime;
+  database: Database;
+  counter: StatementCounter;
+  records: Map<string, TurnRecord>;
+  people: Record<Door, Person[]>;
+  /** Signed-in sessions of the HTTP door's people. */
+  sessions: Array<{ cookie: string; csrfToken: string }>;
+  base: string;
+  known: string[];
+  close(): Promise<void>;
+}
+
+async function openFixture(kind: 'embedded' | 'server', facts: number, people: number): Promise<Fixture> {
+  let raw: Database;
+  let cleanup: () => Promise<void>;
+  if (kind === 'embedded') {
+    raw = await openEmbeddedDatabase('memory://');
+    await migrate(raw);
+    cleanup = () => raw.close();
+  } else {
+    const test = await openTestDatabase({ serverUrl: process.env.TEST_DATABASE_URL });
+    raw = test.database;
+    cleanup = () => test.cleanup();
+  }
+  const counter: StatementCounter = { statements: 0, transactions: 0 };
+  const database = countStatements(raw, counter);
+  const records = new Map<string, TurnRecord>();
+  const config = parseConfig({ LOG_LEVEL: 'silent' });
+  const embedder = createHashingEmbedder();
+  const runtime = await createRuntime({ config, database, key: testInstallationKey, embedder, engineFor: timedEngines(records) });
+  const agent = await runtime.core.directory.addAgent({ name: 'Scout', job: 'remembers what people tell it' });
+  const core: Person[] = [];
+  const http: Person[] = [];
+  for (let index = 0; index < people; index += 1) {
+    core.push(await runtime.core.directory.addPerson({ name: `Core Person ${index}` }));
+    http.push(await runtime.core.directory.addPerson({ name: `Web Person ${index}` }));
+  }
+
+  const vocabulary = createVocabulary(seed);
+  const random = createRandom(seed + facts);
+  const known = Array.from({ length: facts }, () => createFact(random, vocabulary));
+  if (facts > 0) {
+    progress(`turns ${kind} ${facts}: loading ${facts} agent-wide facts with vectors`);
+    const scope: Scope = { agentId: agent.id, personId: null, audience: 'agent' };
+    await bulkLoadFacts(raw, embedder, known.map((content) => ({ scope, content })));
+  }
+  // What autovacuum would do after a bulk load; PGlite runs no autovacuum.
+  await raw.adminScope('bench: analyze after bulk load', (tx) => tx.query('analyze'));
+
+  const app = await createServer({ config, database, runtime, redisUrl, logger: createLogger(config) });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  const sessions: Fixture['sessions'] = [];
+  for (const person of http) {
+    const { token } = await createLoginLink(raw, person.id);
+    const response = await post(`${base}/api/login`, { token });
+    if (response.status !== 200) throw new Error(`login failed: ${response.status} ${response.body}`);
+    const cookie = String(response.headers['set-cookie']?.[0]).split(';')[0]!;
+    sessions.push({ cookie, csrfToken: (JSON.parse(response.body) as { csrfToken: string }).csrfToken });
+  }
+  return {
+    runtime,
+    database,
+    counter,
+    records,
+    people: { 'core.handle': core, 'POST /api/chat': http },
+    sessions,
+    base,
+    known,
+    async close() {
+      await app.close();
+      await cleanup();
+    },
+  };
+}
+
+/**
+ * One POST on a connection of its own (no keep-alive: a pooled socket the
+ * server closed while idle would fail the next turn), the whole body read.
+ */
+function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    const payload = JSON.stringify(body);
+    const request = http.request(
+      url,
+      { method: 'POST', agent: false, headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) } },
+      (response) => {
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (text += chunk));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: text }));
+        response.on('error', reject);
+      },
+    );
+    request.on('error', reject);
+    request.end(payload);
+  });
+}
+
+/** One turn through a door; rejects unless the agent answered. */
+async function sayThrough(fixture: Fixture, door: Door, conversation: number, text: string): Promise<void> {
+  if (door === 'core.handle') {
+    const person = fixture.people[door][conversation]!;
+    const inbound: InboundMessage = { channel: 'web', conversation: { externalId: `solo:${person.id}`, kind: 'dm' }, sender: { personId: person.id }, text };
+    const result = await fixture.runtime.core.handle(inbound, {});
+    if (result.replies.length !== 1) throw new Error(`core.handle gave ${result.replies.length} replies: ${result.notice ?? ''}`);
+    return;
+  }
+  const session = fixture.sessions[conversation]!;
+  const response = await post(`${fixture.base}/api/chat`, { message: text }, { cookie: session.cookie, 'x-csrf-token': session.csrfToken });
+  const body = response.body;
+  if (response.status !== 200 || !body.includes('event: turn-end') || !body.includes('event: done')) {
+    throw new Error(`POST /api/chat answered ${response.status}: ${body.slice(0, 300)}`);
+  }
+}
+
+async function measure(fixture: Fixture, kind: 'embedded' | 'server', facts: number, door: Door, concurrency: number, options: Options): Promise<RunResult> {
+  const perConversation = Math.max(2, Math.ceil(options.turns / concurrency));
+  const random = createRandom(seed * 3 + facts * 7 + concurrency);
+  const vocabulary = createVocabulary(seed);
+  const turns: TurnRecord[] = [];
+  const statementsBefore = fixture.counter.statements;
+  const transactionsBefore = fixture.counter.transactions;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, conversation) => {
+      for (let turn = 0; turn < perConversation; turn += 1) {
+        const text = messageFor(random, vocabulary, fixture.known, conversation, turn + concurrency * 1000);
+        const record: TurnRecord = { ms: 0, engineMs: 0 };
+        fixture.records.set(text, record);
+        const before = performance.now();
+        await sayThrough(fixture, door, conversation, text);
+        record.ms = performance.now() - before;
+        fixture.records.delete(text);
+        turns.push(record);
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  return {
+    database: kind,
+    facts,
+    door,
+    concurrency,
+    turns,
+    seconds,
+    statements: fixture.counter.statements - statementsBefore,
+    transactions: fixture.counter.transactions - transactionsBefore,
+  };
+}
+
+export async function run(args: readonly string[]): Promise<BenchmarkReport> {
+  const options = parseOptions(args);
+  const kinds: Array<'embedded' | 'server'> = ['embedded'];
+  const serverUrl = process.env.TEST_DATABASE_URL;
+  if (serverUrl !== undefined && serverUrl !== '') kinds.push('server');
+  else progress('turns: TEST_DATABASE_URL is not set; the server Postgres runs are skipped');
+  const people = Math.max(...options.concurrency);
+  const results: RunResult[] = [];
+  for (const kind of kinds) {
+    for (const facts of options.facts) {
+      const fixture = await openFixture(kind, facts, people);
+      try {
+        for (const door of doors) {
+          progress(`turns ${kind} ${facts}: warming up ${door}`);
+          for (let turn = 0; turn < warmUpTurns; turn += 1) await sayThrough(fixture, door, 0, messageFor(createRandom(turn), createVocabulary(seed), fixture.known, 0, turn));
+          for (const concurrency of options.concurrency) {
+            const result = await measure(fixture, kind, facts, door, concurrency, options);
+            results.push(result);
+            progress(
+              `turns ${kind} ${facts} facts, ${door}, ${concurrency} at once: p50 ${formatMs(percentile(result.turns.map((t) => t.ms), 50))} ms, ` +
+                `${(result.turns.length / result.seconds).toFixed(1)} turns/s, ${(result.statements / result.turns.length).toFixed(1)} statements per turn`,
+            );
+          }
+        }
+      } finally {
+        await fixture.close();
+      }
+    }
+  }
+  return buildReport(results, options, kinds.includes('server'));
+}
+
+function formatCount(size: number): string {
+  return size >= 1000 && size % 1000 === 0 ? `${size / 1000}k` : String(size);
+}
+
+function buildReport(results: RunResult[], options: Options, server: boolean): BenchmarkReport {
+  const core = (turn: TurnRecord) => turn.ms - turn.engineMs;
+  const table = (kind: 'embedded' | 'server'): ResultTable => ({
+    title: `${kind === 'embedded' ? 'Embedded database (PGlite, in process)' : 'Server Postgres (TEST_DATABASE_URL)'}: one row per door, facts in the scope and conversations at once`,
+    columns: ['door', 'facts in scope', 'at once', 'turns', 'p50 ms', 'p95 ms', 'turns/s', 'core share p50 ms', 'engine p50 ms', 'SQL statements per turn', 'transactions per turn'],
+    rows: results
+      .filter((result) => result.database === kind)
+      .map((result) => [
+        result.door,
+        formatCount(result.facts),
+        String(result.concurrency),
+        String(result.turns.length),
+        formatMs(percentile(result.turns.map((turn) => turn.ms), 50)),
+        formatMs(percentile(result.turns.map((turn) => turn.ms), 95)),
+        (result.turns.length / result.seconds).toFixed(1),
+        formatMs(percentile(result.turns.map(core), 50)),
+        formatMs(percentile(result.turns.map((turn) => turn.engineMs), 50)),
+        (result.statements / result.turns.length).toFixed(1),
+        (result.transactions / result.turns.length).toFixed(1),
+      ]),
+  });
+  const tables = [table('embedded'), ...(server ? [table('server')] : [])];
+  const goal = results.find((result) => result.database === 'embedded' && result.door === 'core.handle' && result.concurrency === 1 && result.facts === 10_000);
+  const findings: string[] = [];
+  if (goal !== undefined) {
+    const share = percentile(goal.turns.map(core), 50);
+    findings.push(
+      `**Goal, the core's own share ≤ ${targetCoreMs} ms at p50 with 10k facts on the embedded database (core.handle, one conversation):** ` +
+        `${formatMs(share)} ms (**${share <= targetCoreMs ? 'met' : 'missed'}**); the engine's own p50 is ${formatMs(percentile(goal.turns.map((turn) => turn.engineMs), 50))} ms, ` +
+        `${(goal.statements / goal.turns.length).toFixed(1)} SQL statements in ${(goal.transactions / goal.turns.length).toFixed(1)} transactions per turn.`,
+    );
+  }
+  const http = results.filter((result) => result.database === 'embedded' && result.door === 'POST /api/chat' && result.concurrency === 1);
+  const direct = results.filter((result) => result.database === 'embedded' && result.door === 'core.handle' && result.concurrency === 1);
+  if (http.length > 0 && direct.length > 0) {
+    const extra = mean(http.map((result, index) => percentile(result.turns.map((turn) => turn.ms), 50) - percentile(direct[index]!.turns.map((turn) => turn.ms), 50)));
+    findings.push(
+      `**What the HTTP door adds:** ${formatMs(extra)} ms at p50 on average over the fact counts, one conversation at a time (the session's lookup, ` +
+        `the body's validation, the stream of server-sent events and the socket on loopback).`,
+    );
+  }
+  if (!server) findings.push('Server Postgres: skipped (TEST_DATABASE_URL is not set).');
+  return {
+    notes: [
+      `One agent (offline engine) and ${Math.max(...options.concurrency)} people per door; each conversation is one person's ` +
+        `web conversation with the agent (one conversation per person, as the web page has it) and says its turns one after ` +
+        `another; *at once* conversations run concurrently. A quarter of the turns are \`remember that …\` (a fact written ` +
+        `with its vector and audit event), a quarter \`what do you know about …\` (a recall), half plain talk; every turn ` +
+        `stores the message, reads the agent's lessons, searches memory for the prompt, reads the history, runs the engine, ` +
+        `stores the reply and writes the follow-up jobs to the outbox (no worker runs). *facts in scope*: synthetic ` +
+        `agent-wide facts (tests/bench/synthetic.ts) with hashing vectors, bulk-loaded before the turns; every person's private ` +
+        `scope reads them, so each conversation's search looks through that many facts (at 10k and more than 10,000 vectors ` +
+        `the vector arm goes through HNSW, as search's exactBelow default says).`,
+      `*core.handle* calls the core in process, as the web route does; *POST /api/chat* is the real server (Fastify) on ` +
+        `loopback (a new connection per request), a signed-in session cookie and CSRF header per person, the whole event stream read. At least ` +
+        `${options.turns} turns per row (each conversation at least 2), after ${warmUpTurns} warm-up turns per door. ` +
+        `*core share* is a turn's time less the engine's own time (the offline engine's \`run\` less the memory tools it ` +
+        `called, which are the core's work); the offline engine needs no model, so almost all of a turn is the core's. ` +
+        `*SQL statements per turn* are counted by a wrapper around the Database (each statement a transaction runs, plus ` +
+        `begin, \`set local role\`, the scope's settings and commit that the layer sends around it), divided by the turns of the row.`,
+      `The embedded database is one PGlite session in the benchmark's process: concurrent conversations take turns on it, ` +
+        `so latency grows with the conversations at once while turns per second stay about flat.`,
+    ],
+    tables,
+    findings,
+  };
+}
