@@ -110,6 +110,8 @@ describe('files on Telegram', () => {
     // The words are kept with a marker; the bytes nowhere.
     expect(await personMessages(database)).toEqual(['/team', 'what is on this label?\n[an image]']);
     expect(await holding(database, base64.slice(0, 64), photo.subarray(0, 64))).toEqual({});
+    // The scan finds what is kept (the control): the caption, in the messages.
+    expect(await holding(database, 'what is on this label', photo.subarray(0, 64))).toMatchObject({ 'messages.content': 1 });
 
     // The next turn's history carries the marker, never the image again.
     await telegram.deliver({ chat: 'dm', from: user, text: 'thanks' });
