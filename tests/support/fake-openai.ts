@@ -9,6 +9,12 @@ export interface FakeRequest {
   system: string[];
   /** Every message as the provider received it. */
   messages: Array<{ role: string; content: unknown; tool_calls?: unknown }>;
+  /**
+   * The content parts of the last user message, raw as they arrived (`text`,
+   * `image_url` with its data URL, `input_audio`, `file`); a plain-text
+   * message is one `text` part.
+   */
+  parts: Array<{ type: string; [key: string]: unknown }>;
   /** Tool results sent back to the model in this request. */
   toolResults: string[];
   tools: string[];
@@ -41,7 +47,10 @@ export async function startFakeOpenAi(decide: (request: FakeRequest) => Promise<
       const body = JSON.parse(raw) as { model: string; messages: FakeRequest['messages']; tools?: Array<{ function: { name: string } }> };
       const text = (content: unknown) =>
         typeof content === 'string' ? content : Array.isArray(content) ? content.map((part: { text?: string }) => part.text ?? '').join('') : '';
+      const lastUser = body.messages.filter((m) => m.role === 'user').at(-1);
+      const parts = lastUser === undefined ? [] : typeof lastUser.content === 'string' ? [{ type: 'text', text: lastUser.content }] : (lastUser.content as FakeRequest['parts']);
       const request: FakeRequest = {
+        parts,
         system: body.messages.filter((m) => m.role === 'system').map((m) => text(m.content)),
         messages: body.messages,
         toolResults: body.messages.filter((m) => m.role === 'tool').map((m) => text(m.content)),

@@ -1,7 +1,8 @@
 /**
  * A local HTTP server that answers like Slack's Web API (auth.test,
  * chat.postMessage, chat.postEphemeral, chat.update, and response URLs),
- * with Slack's failures on demand (a 429 with Retry-After, a conversation
+ * files people shared, at their url_private_download (the bot token
+ * required, as Slack requires it), with Slack's failures on demand (a 429 with Retry-After, a conversation
  * that cannot be reached), and the other direction: event, slash command and
  * button requests signed with the signing secret and sent to Bolt's own
  * receiver, as Slack sends them. Test-only: excluded from the build.
@@ -9,7 +10,7 @@
 import { createHash, createHmac, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import type { Delivered, FakePlatform, PlatformMessage, PlatformUser, SendAttempt, SentRecord } from '@roster/channels/conformance';
+import { fakePicture, type Delivered, type FakePlatform, type PlatformMessage, type PlatformUser, type SendAttempt, type SentRecord } from '@roster/channels/conformance';
 import { createSlackAdapter, type SlackAdapter } from './slack-adapter.js';
 
 export const fakeSlackBot = { userId: 'UROSTERBOT', botId: 'BROSTER', team: 'T0TEAM' };
@@ -47,6 +48,8 @@ export interface FakeSlack extends FakePlatform {
   sendEnvelope(type: 'events_api' | 'slash_commands' | 'interactive', payload: unknown): Promise<Record<string, unknown>>;
   /** Socket Mode: connections the app opened so far. */
   socketConnections(): number;
+  /** The file ids the bot downloaded (with its token), in order. */
+  downloads(): string[];
 }
 
 /**
@@ -58,6 +61,9 @@ export async function startFakeSlack(options: { eventsUrl?: string } = {}): Prom
   const appToken = 'xapp-1-test-0000-roster';
   const signingSecret = `secret-${randomUUID()}`;
   const calls: string[] = [];
+  /** Files people shared, by file id. */
+  const files = new Map<string, Uint8Array>();
+  const downloads: string[] = [];
   const sent: SentRecord[] = [];
   const edits: Array<{ id: string; text: string; at: number }> = [];
   const attempts: SendAttempt[] = [];
@@ -150,6 +156,21 @@ export async function startFakeSlack(options: { eventsUrl?: string } = {}): Prom
         response.end(JSON.stringify(body));
       };
       const url = new URL(request.url ?? '/', 'http://fake');
+      // A shared file's bytes: only with the bot token; without it Slack answers its sign-in page.
+      const file = /^\/files-pri\/([A-Z0-9]+)\/download$/.exec(url.pathname);
+      if (file !== null) {
+        const data = files.get(file[1]!);
+        if (request.headers.authorization !== `Bearer ${botToken}`) {
+          response.writeHead(200, { 'content-type': 'text/html' });
+          response.end('<html><body>Sign in to Slack</body></html>');
+          return;
+        }
+        if (data === undefined) return reply(404, { ok: false, error: 'file_not_found' });
+        downloads.push(file[1]!);
+        response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(data.byteLength) });
+        response.end(Buffer.from(data));
+        return;
+      }
       if (url.pathname.startsWith('/respond/')) {
         const body = JSON.parse(raw) as { text?: string };
         pressAnswers.push(unescape(body.text ?? ''));
@@ -278,9 +299,22 @@ export async function startFakeSlack(options: { eventsUrl?: string } = {}): Prom
       ts,
       event_ts: ts,
     };
-    if (message.image === true) {
+    const attachment = message.attachment ?? (message.image === true ? { kind: 'image' as const, data: fakePicture, mediaType: 'image/png', name: 'photo.png' } : undefined);
+    if (attachment !== undefined) {
+      const id = `F${String(files.size + 1).padStart(6, '0')}`;
+      files.set(id, attachment.data);
       event.subtype = 'file_share';
-      event.files = [{ id: `F${clock}`, mimetype: 'image/png', name: 'photo.png' }];
+      event.files = [
+        {
+          id,
+          name: attachment.name ?? (attachment.kind === 'voice' ? 'audio_message.webm' : 'file'),
+          mimetype: attachment.mediaType,
+          ...(attachment.kind === 'voice' ? { subtype: 'slack_audio' } : {}),
+          size: attachment.data.byteLength,
+          url_private: `${base}/files-pri/${id}/${attachment.name ?? 'file'}`,
+          url_private_download: `${base}/files-pri/${id}/download`,
+        },
+      ];
     }
     if (message.replyTo !== undefined) {
       event.thread_ts = message.replyTo.id;
@@ -297,6 +331,7 @@ export async function startFakeSlack(options: { eventsUrl?: string } = {}): Prom
     calls,
     appToken,
     socketConnections: () => connections,
+    downloads: () => [...downloads],
     sendEnvelope(type, payload) {
       if (socket === undefined) return Promise.reject(new Error('no Socket Mode connection'));
       const envelope = randomUUID();

@@ -1,7 +1,8 @@
 import type { RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger as RosterLogger } from '@roster/config';
-import { ChannelError, rosterCommand, splitText, type ChannelAdapter, type ChannelEvent, type ChannelStartOptions, type ChannelTarget } from '@roster/channels';
+import { ChannelError, downloadFile, rosterCommand, splitText, tooLargeText, type ChannelAdapter, type ChannelEvent, type ChannelStartOptions, type ChannelTarget } from '@roster/channels';
+import { maxFileBytes, type FileKind, type InboundFile } from '@roster/core';
 import { App, HTTPReceiver, LogLevel, SocketModeReceiver, webApi, type Logger as BoltLogger } from '@slack/bolt';
 
 export interface SlackAdapterOptions {
@@ -126,6 +127,7 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
     const media: ChannelEvent['media'] = (event.files ?? []).map((file) =>
       (file.mimetype ?? '').startsWith('image/') ? 'image' : (file.mimetype ?? '').startsWith('audio/') ? (file.subtype === 'slack_audio' ? 'voice' : 'audio') : (file.mimetype ?? '').startsWith('video/') ? 'video' : 'file',
     );
+    const files = event.files ?? [];
     const target: ChannelTarget = { chatId: event.channel };
     if (kind === 'group') target.threadId = event.thread_ts ?? event.ts;
     else {
@@ -145,9 +147,40 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
       replyTo: threaded ? event.thread_ts! : null,
       replyToBot,
       media,
+      ...(files.length === 0 ? {} : { fetchFiles: (signal: AbortSignal) => fetchFiles(files, media, signal) }),
       target,
       deliveryId,
     };
+  }
+
+  /**
+   * The files of a message: each `url_private_download`, fetched with the bot
+   * token (Slack's files need it), at most `maxFileBytes`; a larger one is
+   * refused by the size Slack announced before anything is fetched. Videos
+   * and files without an address are skipped.
+   */
+  async function fetchFiles(files: NonNullable<SlackMessageEvent['files']>, media: ChannelEvent['media'], signal: AbortSignal) {
+    const fetched: InboundFile[] = [];
+    const skipped: ChannelEvent['media'] = [];
+    for (const [index, file] of files.entries()) {
+      const url = file.url_private_download ?? file.url_private;
+      const mediaType = file.mimetype ?? 'application/octet-stream';
+      if (media[index] === 'video' || url === undefined) {
+        skipped.push(media[index]!);
+        continue;
+      }
+      const kind: FileKind = mediaType.startsWith('image/') ? 'image' : mediaType.startsWith('audio/') ? 'audio' : 'file';
+      if (file.size !== undefined && file.size > maxFileBytes) throw new ChannelError('failed', tooLargeText(kind));
+      const data = await downloadFile(url, {
+        kind,
+        platform: 'Slack',
+        headers: { authorization: `Bearer ${token}` },
+        signal,
+        refusedAsPage: 'Slack did not give the file to Roster: the app needs the files:read scope (reinstall it after adding it).',
+      });
+      fetched.push({ kind, mediaType, data, ...(file.name === undefined ? {} : { name: file.name }) });
+    }
+    return { files: fetched, skipped };
   }
 
   function listen(start: ChannelStartOptions): void {
@@ -254,7 +287,7 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
     channel: 'slack',
     account,
     mode,
-    capabilities: { threads: true, buttons: true, media: false, typing: false, textLimit: slackTextLimit, commandPrefix: '/roster ' },
+    capabilities: { threads: true, buttons: true, media: true, typing: false, textLimit: slackTextLimit, commandPrefix: '/roster ' },
     get requestListener() {
       return httpReceiver?.requestListener ?? null;
     },
@@ -326,7 +359,7 @@ interface SlackMessageEvent {
   ts: string;
   thread_ts?: string;
   parent_user_id?: string;
-  files?: Array<{ mimetype?: string; subtype?: string }>;
+  files?: Array<{ id?: string; name?: string; mimetype?: string; subtype?: string; size?: number; url_private?: string; url_private_download?: string }>;
 }
 
 function eventId(body: unknown): string {

@@ -3,13 +3,14 @@
  * setWebhook and deleteWebhook, getUpdates with long polling and offsets,
  * or, with a webhook set, each update posted to it with its secret header,
  * as Telegram does; sendMessage,
- * sendChatAction, editMessageText, answerCallbackQuery), with the platform's
+ * sendChatAction, editMessageText, answerCallbackQuery; getFile and the
+ * file download address /file/bot<token>/<file_path>), with the platform's
  * failures on demand: a 429 with retry_after, a 403 from a person who
  * blocked the bot. Test-only: excluded from the build.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Delivered, FakePlatform, PlatformMessage, PlatformUser, SendAttempt, SentRecord } from '@roster/channels/conformance';
+import { fakePicture, type Delivered, type FakePlatform, type PlatformMessage, type PlatformUser, type SendAttempt, type SentRecord } from '@roster/channels/conformance';
 import { createTelegramAdapter, telegramSecretHeader, telegramWebhookPath, type TelegramAdapter } from './telegram-adapter.js';
 
 export const fakeBot = { id: 999_000, is_bot: true, first_name: 'Roster', username: 'roster_test_bot', can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false };
@@ -35,6 +36,8 @@ export interface FakeTelegram extends FakePlatform {
   edits(): Array<{ id: string; text: string; at: number }>;
   /** The HTTP status of each webhook request, in order. */
   webhookAnswers(): number[];
+  /** The file paths the bot downloaded from /file/bot<token>/…, in order. */
+  downloads(): string[];
   readonly adapter: TelegramAdapter;
 }
 
@@ -59,6 +62,18 @@ export async function startFakeTelegram(options: { token?: string; webhook?: boo
   let rateLimitNext: number | null = null;
   let webhook: { url: string; secretToken: string | null } | null = null;
   const webhookAnswers: number[] = [];
+  /** Files people sent, by file id; Telegram's own limit for getFile is 20 MB. */
+  const files = new Map<string, { data: Uint8Array; path: string }>();
+  const downloads: string[] = [];
+  let nextFile = 1;
+  const fileLimit = 20 * 1024 * 1024;
+
+  function keepFile(data: Uint8Array, extension: string): { file_id: string; file_unique_id: string; file_size: number } {
+    const n = nextFile++;
+    const fileId = `file-${n}`;
+    files.set(fileId, { data, path: `files/file_${n}.${extension}` });
+    return { file_id: fileId, file_unique_id: `unique-${n}`, file_size: data.byteLength };
+  }
 
   const wake = () => {
     for (const resolve of waiting) resolve();
@@ -132,6 +147,12 @@ export async function startFakeTelegram(options: { token?: string; webhook?: boo
   async function answer(method: string, body: Record<string, unknown>): Promise<{ status: number; body: unknown }> {
     const ok = (result: unknown) => ({ status: 200, body: { ok: true, result } });
     switch (method) {
+      case 'getFile': {
+        const file = files.get(String(body.file_id ?? ''));
+        if (file === undefined) return { status: 400, body: { ok: false, error_code: 400, description: 'Bad Request: invalid file_id' } };
+        if (file.data.byteLength > fileLimit) return { status: 400, body: { ok: false, error_code: 400, description: 'Bad Request: file is too big' } };
+        return ok({ file_id: body.file_id, file_unique_id: `unique-${String(body.file_id)}`, file_size: file.data.byteLength, file_path: file.path });
+      }
       case 'getMe':
         return ok(fakeBot);
       case 'deleteWebhook':
@@ -188,6 +209,20 @@ export async function startFakeTelegram(options: { token?: string; webhook?: boo
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
+      // A file's bytes, at the address getFile's file_path names.
+      const download = /^\/file\/bot([^/]+)\/(.+)$/.exec(request.url ?? '');
+      if (download !== null) {
+        const file = [...files.values()].find((candidate) => candidate.path === download[2]);
+        if (download[1] !== token || file === undefined) {
+          response.writeHead(404, { 'content-type': 'application/json' });
+          response.end(JSON.stringify({ ok: false, error_code: 404, description: 'Not Found' }));
+          return;
+        }
+        downloads.push(file.path);
+        response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(file.data.byteLength) });
+        response.end(Buffer.from(file.data));
+        return;
+      }
       const match = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec(request.url ?? '');
       const reply = (status: number, body: unknown) => {
         response.writeHead(status, { 'content-type': 'application/json' });
@@ -255,8 +290,16 @@ export async function startFakeTelegram(options: { token?: string; webhook?: boo
     }
     const chat = chatOf(message.chat, message.from);
     const body: Record<string, unknown> = { message_id, date: Math.floor(Date.now() / 1000), chat, from: userOf(message.from) };
-    if (message.image === true) {
-      body.photo = [{ file_id: `photo-${message_id}`, file_unique_id: `u${message_id}`, width: 640, height: 480 }];
+    const attachment = message.attachment ?? (message.image === true ? { kind: 'image' as const, data: fakePicture, mediaType: 'image/png' } : undefined);
+    if (attachment !== undefined) {
+      if (attachment.kind === 'image') {
+        // As Telegram does: the photo in several sizes, smallest first (here a thumbnail with other bytes, then the photo).
+        body.photo = [{ ...keepFile(new Uint8Array([0xff, 0xd8, 0xff, 0x00]), 'jpg'), width: 90, height: 67 }, { ...keepFile(attachment.data, 'jpg'), width: 1280, height: 960 }];
+      } else if (attachment.kind === 'voice') {
+        body.voice = { ...keepFile(attachment.data, 'oga'), duration: 3, mime_type: attachment.mediaType };
+      } else {
+        body.document = { ...keepFile(attachment.data, 'bin'), mime_type: attachment.mediaType, ...(attachment.name === undefined ? {} : { file_name: attachment.name }) };
+      }
       if (text !== '') body.caption = text;
       if (entities.length > 0) body.caption_entities = entities;
     } else {
@@ -292,6 +335,7 @@ export async function startFakeTelegram(options: { token?: string; webhook?: boo
     adapter,
     webhook: () => (webhook === null ? null : { ...webhook }),
     webhookAnswers: () => [...webhookAnswers],
+    downloads: () => [...downloads],
     groupChatId: String(groupChat.id),
     user: (n) => ({ id: String(5_000_000 + n), name: `Tess ${n}` }),
     dmChatId: (user) => user.id,

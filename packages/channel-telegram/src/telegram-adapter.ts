@@ -1,6 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Logger } from '@roster/config';
-import { ChannelError, telegramCommand, type ChannelAdapter, type ChannelEvent, type ChannelStartOptions, type ChannelTarget } from '@roster/channels';
+import { ChannelError, downloadFile, telegramCommand, tooLargeText, type ChannelAdapter, type ChannelEvent, type ChannelStartOptions, type ChannelTarget } from '@roster/channels';
+import { maxFileBytes, type FileKind, type InboundFile } from '@roster/core';
 import { Telegraf, Telegram, TelegramError } from 'telegraf';
 import type { CallbackQuery, Message, MessageEntity, Update, UserFromGetMe } from 'telegraf/types';
 
@@ -108,11 +109,30 @@ export function createTelegramAdapter(options: TelegramAdapterOptions): Telegram
     text = command.text;
     const reply = 'reply_to_message' in message ? message.reply_to_message : undefined;
     const media: ChannelEvent['media'] = [];
-    if ('photo' in message) media.push('image');
-    if ('voice' in message) media.push('voice');
-    if ('audio' in message) media.push('audio');
+    const attachments: Attachment[] = [];
+    if ('photo' in message) {
+      media.push('image');
+      // Telegram sends each photo in several sizes, smallest first: the largest is read.
+      const largest = message.photo.reduce((best, size) => (size.width * size.height >= best.width * best.height ? size : best));
+      attachments.push({ fileId: largest.file_id, size: largest.file_size, kind: 'image', mediaType: 'image/jpeg' });
+    }
+    if ('voice' in message) {
+      media.push('voice');
+      attachments.push({ fileId: message.voice.file_id, size: message.voice.file_size, kind: 'audio', mediaType: message.voice.mime_type ?? 'audio/ogg' });
+    }
+    if ('audio' in message) {
+      media.push('audio');
+      const audio = message.audio;
+      attachments.push({ fileId: audio.file_id, size: audio.file_size, kind: 'audio', mediaType: audio.mime_type ?? 'audio/mpeg', name: audio.file_name });
+    }
     if ('video' in message || 'video_note' in message) media.push('video');
-    if ('document' in message) media.push('file');
+    if ('document' in message) {
+      media.push('file');
+      const document = message.document;
+      const mediaType = document.mime_type ?? 'application/octet-stream';
+      const kind: FileKind = mediaType.startsWith('image/') ? 'image' : mediaType.startsWith('audio/') ? 'audio' : 'file';
+      attachments.push({ fileId: document.file_id, size: document.file_size, kind, mediaType, name: document.file_name });
+    }
     const displayName = [from.first_name, from.last_name].filter((part) => part !== undefined && part !== '').join(' ') || from.username;
     const target: ChannelTarget = { chatId: String(chat.id) };
     if (kind === 'group') target.replyTo = String(message.message_id);
@@ -130,9 +150,37 @@ export function createTelegramAdapter(options: TelegramAdapterOptions): Telegram
       replyTo: reply === undefined ? null : String(reply.message_id),
       replyToBot: reply?.from?.id === me.id,
       media,
+      ...(attachments.length === 0 ? {} : { fetchFiles: (signal: AbortSignal) => fetchFiles(attachments, media, signal) }),
       target,
       deliveryId: String(update.update_id),
     };
+  }
+
+  /**
+   * The files of a message, from the Bot API: getFile for each (refused
+   * first when Telegram announced a size over the limit), then its bytes from
+   * the file address under the API root, at most `maxFileBytes`.
+   */
+  async function fetchFiles(attachments: readonly Attachment[], media: ChannelEvent['media'], signal: AbortSignal) {
+    const files: InboundFile[] = [];
+    for (const attachment of attachments) {
+      if (attachment.size !== undefined && attachment.size > maxFileBytes) throw new ChannelError('failed', tooLargeText(attachment.kind));
+      let path: string | undefined;
+      try {
+        const file = await call('getFile', () => bot.telegram.getFile(attachment.fileId));
+        if (file.file_size !== undefined && file.file_size > maxFileBytes) throw new ChannelError('failed', tooLargeText(attachment.kind));
+        path = file.file_path;
+      } catch (error) {
+        // The Bot API gives no file over 20 MB: for a person that is the same refusal.
+        if (ChannelError.isChannelError(error) && /file is too big/i.test(error.message)) throw new ChannelError('failed', tooLargeText(attachment.kind));
+        throw error;
+      }
+      if (path === undefined) throw new ChannelError('failed', 'Telegram gave no address for the file; send it again in a moment.', { retryable: true });
+      const url = new URL(`file/bot${options.token}/${path}`, apiRoot ?? 'https://api.telegram.org/');
+      const data = await downloadFile(url.href, { kind: attachment.kind, platform: 'Telegram', signal });
+      files.push({ kind: attachment.kind, mediaType: attachment.mediaType, data, ...(attachment.name === undefined ? {} : { name: attachment.name }) });
+    }
+    return { files, skipped: media.filter((kind) => kind === 'video') };
   }
 
   async function onCallback(start: ChannelStartOptions, query: CallbackQuery): Promise<void> {
@@ -165,7 +213,7 @@ export function createTelegramAdapter(options: TelegramAdapterOptions): Telegram
     channel: 'telegram',
     account,
     mode: options.webhook === undefined ? 'polling' : 'webhook',
-    capabilities: { threads: false, buttons: true, media: false, typing: true, textLimit: telegramTextLimit, commandPrefix: '/' },
+    capabilities: { threads: false, buttons: true, media: true, typing: true, textLimit: telegramTextLimit, commandPrefix: '/' },
 
     async start(start) {
       bot.on('message', (context) => {
@@ -246,6 +294,16 @@ export function createTelegramAdapter(options: TelegramAdapterOptions): Telegram
       await call('sendChatAction', () => bot.telegram.sendChatAction(target.chatId, 'typing'));
     },
   };
+}
+
+/** A file a message carries, as Telegram describes it before it is fetched. */
+interface Attachment {
+  fileId: string;
+  /** What Telegram announced, when it did. */
+  size: number | undefined;
+  kind: FileKind;
+  mediaType: string;
+  name?: string | undefined;
 }
 
 /** The bot's @handle taken out of a message (it addresses the bot; the words are the rest). */

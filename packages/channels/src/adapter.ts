@@ -1,4 +1,4 @@
-import type { Channel, InboundMessage } from '@roster/core';
+import type { Channel, InboundFile, InboundMessage } from '@roster/core';
 
 /**
  * What a platform can do, as flags: the shared code reads them instead of
@@ -9,7 +9,10 @@ export interface ChannelCapabilities {
   threads: boolean;
   /** Messages can carry buttons (approvals are pressed, not typed). */
   buttons: boolean;
-  /** The adapter hands images, voice notes and files over (today: said not to be readable). */
+  /**
+   * The adapter hands images, voice notes and files over (`ChannelEvent.fetchFiles`);
+   * without it a person is told plainly that what they sent cannot be read here.
+   */
   media: boolean;
   /** The platform shows that the bot is typing. */
   typing: boolean;
@@ -54,6 +57,15 @@ export interface ChannelEvent {
   replyToBot: boolean;
   /** Images, voice notes or files the message carried (kinds only). */
   media: Array<'image' | 'voice' | 'audio' | 'video' | 'file'>;
+  /**
+   * Fetch the files of `media` from the platform, each at most `maxFileBytes`
+   * (a larger one is refused before or while it downloads, with a
+   * `ChannelError` a person can read). Called only for a message that is
+   * handled (past the group filter and the rate limit). `skipped` lists the
+   * media kinds not handed over (a video): the person is told those cannot be
+   * read. Absent: nothing is handed over.
+   */
+  fetchFiles?: (signal: AbortSignal) => Promise<{ files: InboundFile[]; skipped: ChannelEvent['media'] }>;
   /** Where the answer goes. */
   target: ChannelTarget;
   /**

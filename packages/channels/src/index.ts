@@ -1,6 +1,7 @@
 export type { ApprovalPress, ApprovalRequest, ChannelAdapter, ChannelCapabilities, ChannelEvent, ChannelStartOptions, ChannelTarget, SentMessage } from './adapter.js';
 export { rosterCommand, telegramCommand } from './commands.js';
 export { RecentDeliveries } from './dedupe.js';
+export { downloadFile, tooLargeText, type DownloadOptions } from './download.js';
 export { ChannelError, type ChannelFailure } from './errors.js';
 export { SenderRateLimit } from './rate-limit.js';
 export { retryRateLimited, type RetryOptions } from './retry.js';

@@ -1,5 +1,5 @@
 import type { Logger } from '@roster/config';
-import type { Core, Person, TurnResult } from '@roster/core';
+import type { Core, InboundFile, Person, TurnResult } from '@roster/core';
 import { RosterError } from '@roster/errors';
 import type { ApprovalPress, ApprovalRequest, ChannelAdapter, ChannelEvent, ChannelTarget } from './adapter.js';
 import { RecentDeliveries } from './dedupe.js';
@@ -65,6 +65,7 @@ const typingEveryMs = 4000;
 const stopGraceMs = 10_000;
 const slowDown = 'You are writing faster than I can answer: wait a minute, then go on.';
 const cannotRead = (kinds: string): string => `I can only read text here, not ${kinds}: say it in words, please.`;
+const failedFetch = 'What you sent could not be fetched from the platform, and nothing was kept; send it again in a moment.';
 const failedTurn = 'Something went wrong on Roster’s side and nothing was answered; try again in a moment.';
 
 /**
@@ -215,11 +216,25 @@ export async function serveChannel(options: ServeChannelOptions): Promise<Served
       log?.debug('a message over the sender’s rate limit was dropped');
       return;
     }
-    if (inbound.text.trim() === '') {
-      // Only media: the core would have nothing to read. Say so to a person it knows; a stranger is told nothing.
-      if (event.media.length === 0) return;
+    // The files go to the core with the words; an agent whose engine cannot read them says so itself.
+    let files: InboundFile[] = [];
+    let unread = event.media;
+    if (event.media.length > 0 && event.fetchFiles !== undefined) {
+      try {
+        ({ files, skipped: unread } = await event.fetchFiles(stopping.signal));
+      } catch (error) {
+        // Too large, or not fetched: nothing reaches the core, nothing is kept. A person Roster knows is told why.
+        log?.warn({ err: ChannelError.isChannelError(error) ? { code: error.code, message: error.message } : { name: error instanceof Error ? error.name : 'Error' } }, 'the files of a message were not taken');
+        const person = await core.directory.personByIdentity(adapter.channel, sender);
+        if (person !== null) await send(event.target, ChannelError.isChannelError(error) ? error.message : failedFetch);
+        return;
+      }
+    }
+    if (inbound.text.trim() === '' && files.length === 0) {
+      // Only media that was not handed over: the core would have nothing to read. Say so to a person it knows; a stranger is told nothing.
+      if (unread.length === 0) return;
       const person = await core.directory.personByIdentity(adapter.channel, sender);
-      if (person !== null) await send(event.target, cannotRead(describeMedia(event.media)));
+      if (person !== null) await send(event.target, cannotRead(describeMedia(unread)));
       return;
     }
     const stopTyping = known.has(sender) ? typing(event.target) : () => undefined;
@@ -228,7 +243,7 @@ export async function serveChannel(options: ServeChannelOptions): Promise<Served
     const stream = streamer(event.target);
     const streaming = inbound.conversation.kind === 'dm' && options.streaming !== false;
     try {
-      result = await core.handle(inbound, {
+      result = await core.handle(files.length === 0 ? inbound : { ...inbound, files }, {
         commandPrefix: adapter.capabilities.commandPrefix,
         signal: stopping.signal,
         ...(streaming ? { onPart: (agent: string, part: { type: string; text?: string }) => stream.onPart(agent, part) } : {}),
@@ -244,7 +259,7 @@ export async function serveChannel(options: ServeChannelOptions): Promise<Served
     if (result.duplicate) return;
     if (result.person !== null) known.add(sender);
     await answer(event, result, stream);
-    if (event.media.length > 0 && result.person !== null) await send(event.target, cannotRead(describeMedia(event.media)));
+    if (unread.length > 0 && result.person !== null) await send(event.target, cannotRead(describeMedia(unread)));
   }
 
   async function onApprovalPress(press: ApprovalPress): Promise<{ text: string; decided: boolean }> {

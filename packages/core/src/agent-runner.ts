@@ -5,7 +5,8 @@ import { type Memory, type SearchResult } from '@roster/memory';
 import { runInTurn, type TurnContext } from './context.js';
 import type { ConversationStore } from './conversation-store.js';
 import type { Agent, Directory } from './directory.js';
-import type { Engine, EnginePart, EngineToolCall } from './engine.js';
+import type { Engine, EngineFile, EnginePart, EngineToolCall } from './engine.js';
+import { cannotReadFiles, unreadKinds } from './files.js';
 import type { LearningEventStore } from './learning-event-store.js';
 import { historyMessages, memoryBlock, systemPrefix } from './prompt.js';
 import { memoryTools, type ToolHost } from './tools.js';
@@ -33,7 +34,21 @@ export interface AgentAnswer {
   memories: SearchResult[];
 }
 
-export type RunAgent = (agent: Agent, context: TurnContext, text: string, kind: 'dm' | 'group', turn: TurnOptions, withColleagues: boolean) => Promise<AgentAnswer>;
+/**
+ * One agent's turn. `files` (the message's images, voice notes, documents)
+ * go to its engine with this message only, when the engine reads their kinds;
+ * otherwise the agent answers plainly that it cannot read them, and its
+ * engine is not called.
+ */
+export type RunAgent = (
+  agent: Agent,
+  context: TurnContext,
+  text: string,
+  kind: 'dm' | 'group',
+  turn: TurnOptions,
+  withColleagues: boolean,
+  files?: readonly EngineFile[],
+) => Promise<AgentAnswer>;
 
 /**
  * Prompt assembly and one agent's engine call: its active lessons, the facts
@@ -51,12 +66,22 @@ export function createAgentRunner(options: AgentRunnerOptions): RunAgent {
     });
   }
 
-  async function runAgent(agent: Agent, context: TurnContext, text: string, kind: 'dm' | 'group', turn: TurnOptions, withColleagues: boolean): Promise<AgentAnswer> {
+  async function runAgent(
+    agent: Agent,
+    context: TurnContext,
+    text: string,
+    kind: 'dm' | 'group',
+    turn: TurnOptions,
+    withColleagues: boolean,
+    files: readonly EngineFile[] = [],
+  ): Promise<AgentAnswer> {
     const engine = options.engineFor(agent);
+    const unread = unreadKinds(engine, files);
+    if (unread.length > 0) return { text: cannotReadFiles(unread, text !== ''), toolCalls: [], memories: [] };
     const scope = context.scope;
     const lessons = scope === null ? [] : await activeLessons(scope);
     let facts: SearchResult[] = [];
-    if (scope !== null) {
+    if (scope !== null && text !== '') {
       try {
         facts = await memory.search(scope, text, { limit: 8, tokenBudget: memoryTokens });
       } catch (error) {
@@ -72,6 +97,7 @@ export function createAgentRunner(options: AgentRunnerOptions): RunAgent {
         memory: memoryBlock({ person: context.person, channel: context.channel, kind, facts }),
         history,
         message: text,
+        ...(files.length === 0 ? {} : { files }),
         tools,
         ...(turn.signal === undefined ? {} : { signal: turn.signal }),
         ...(turn.onPart === undefined ? {} : { onPart: (part: EnginePart) => turn.onPart?.(agent.name, part) }),

@@ -6,7 +6,7 @@ import { purgeAgent } from './purge.js';
 import { createTurnPipeline } from './turn.js';
 import type { Core, CoreOptions } from './types.js';
 
-export { maxMessageLength, type Core, type CoreOptions, type InboundMessage, type Reply, type TranscriptLine, type TurnOptions, type TurnResult } from './types.js';
+export { maxFileBytes, maxFiles, maxMessageLength, type Core, type CoreOptions, type InboundFile, type InboundMessage, type Reply, type TranscriptLine, type TurnOptions, type TurnResult } from './types.js';
 
 /**
  * The conversation core, wired: the directory, the stores (conversations and

@@ -13,6 +13,22 @@ export interface EngineTool<Input = unknown, Output = unknown> {
   execute(input: Input, options: { signal?: AbortSignal }): Promise<Output>;
 }
 
+/** What a file is to a model: a picture, a sound (a voice note, an audio clip), or any other document. */
+export type FileKind = 'image' | 'audio' | 'file';
+
+/**
+ * A file of the message being answered: its bytes go to the model with this
+ * turn only, never into history, memory or the database.
+ */
+export interface EngineFile {
+  kind: FileKind;
+  /** The IANA media type (`image/jpeg`, `audio/ogg`). */
+  mediaType: string;
+  data: Uint8Array;
+  /** The name the sender gave it, when there is one. */
+  name?: string;
+}
+
 /** One message of the history the engine sees; stored messages only, redacted and never forgotten. */
 export interface EngineMessage {
   role: 'user' | 'assistant';
@@ -39,6 +55,11 @@ export interface EngineRequest {
   history: readonly EngineMessage[];
   /** What the person just said. */
   message: string;
+  /**
+   * Files that came with this message, for an engine whose `accepts` covers
+   * their kinds; they go with the current message only.
+   */
+  files?: readonly EngineFile[];
   tools: readonly EngineTool[];
   /** The most tool-call rounds before the engine must answer (default 5). */
   maxSteps?: number;
@@ -70,6 +91,12 @@ export interface Engine {
   readonly id: string;
   /** Runs on this machine: memory-bearing calls may go to it under PRIVACY=strict. */
   readonly local: boolean;
+  /**
+   * The kinds of file its model reads, sent with the message (empty: text
+   * only). The core never hands an engine a file of a kind not listed here:
+   * the person is told plainly that this agent cannot read it.
+   */
+  readonly accepts: readonly FileKind[];
   /**
    * Answer one turn. Rejects with a `RosterError` carrying `retryable`:
    * `engine_failed`, `engine_timeout` or `engine_aborted`, so that a worker

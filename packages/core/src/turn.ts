@@ -8,6 +8,8 @@ import type { TurnContext } from './context.js';
 import type { Binding, ConversationRow, ConversationStore, Visibility } from './conversation-store.js';
 import type { Agent, Directory, Person } from './directory.js';
 import { InvalidInputError } from './errors.js';
+import type { EngineFile } from './engine.js';
+import { fileMarker, validateFiles } from './files.js';
 import type { LearningEventStore } from './learning-event-store.js';
 import { agentSwitchPattern, chooseAgents } from './routing.js';
 import { detectSignals } from './signals.js';
@@ -32,9 +34,11 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
   const { database, memory, directory, conversations, learning, runAgent, log } = options;
 
   async function handleInOrder(inbound: InboundMessage, turn: TurnOptions): Promise<TurnResult> {
+    const files = validateFiles(inbound.files);
     let text: string;
     try {
-      text = validateText(inbound.text, 'message');
+      // A message may be only an image or a voice note: then it has no words.
+      text = files.length > 0 && typeof inbound.text === 'string' && inbound.text.trim() === '' ? '' : validateText(inbound.text, 'message');
     } catch (error) {
       if (RosterError.isInstance(error) && error.code === 'memory_input_invalid' && (error as { reason?: string }).reason === 'too-long') {
         throw new InvalidInputError(`The message is too long; the most is ${maxMessageLength.toLocaleString('en')} characters.`);
@@ -78,14 +82,16 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
     // The conversation's turn is this process's until the replies are stored.
     const release = await conversations.holdTurn(routed.conversation.id, routed.held, turn.signal);
     try {
-      return await handleTurn(inbound, turn, text, routed.binding, routed.person, routed.conversation);
+      return await handleTurn(inbound, turn, text, files, routed.binding, routed.person, routed.conversation);
     } finally {
       await release();
     }
   }
 
-  async function handleTurn(inbound: InboundMessage, turn: TurnOptions, text: string, binding: Binding, person: Person | null, conversation: ConversationRow): Promise<TurnResult> {
-    // 3. Store the message once.
+  async function handleTurn(inbound: InboundMessage, turn: TurnOptions, text: string, files: readonly EngineFile[], binding: Binding, person: Person | null, conversation: ConversationRow): Promise<TurnResult> {
+    // 3. Store the message once: its files as a marker, never their bytes.
+    const marker = fileMarker(files);
+    const said = marker === '' ? text : text === '' ? marker : `${text}\n${marker}`;
     const message = await database.adminScope('core: store an inbound message', (tx) =>
       conversations.storeMessage(tx, {
         conversationId: conversation.id,
@@ -93,7 +99,7 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
         role: 'person',
         personId: person?.id ?? null,
         agentId: null,
-        text: inbound.quoted === undefined ? text : `${text}\n\n[quoted]\n${inbound.quoted}`,
+        text: inbound.quoted === undefined ? said : `${said}\n\n[quoted]\n${inbound.quoted}`,
         visibility: 'conversation',
         untrusted: inbound.quoted !== undefined,
       }),
@@ -177,7 +183,7 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
         };
         let answer: AgentAnswer;
         try {
-          answer = await runAgent(agent, context, body, conversation.kind, turn, true);
+          answer = await runAgent(agent, context, body, conversation.kind, turn, true, files);
         } catch (error) {
           log?.error({ err: error, agent: agent.name }, 'engine failed');
           const reason = RosterError.isInstance(error) ? error.message : 'its engine failed';

@@ -1,4 +1,4 @@
-import type { Engine, EnginePart, EngineRequest, EngineResult, EngineTool, EngineToolCall } from '@roster/core';
+import type { Engine, EngineFile, EnginePart, EngineRequest, EngineResult, EngineTool, EngineToolCall, FileKind } from '@roster/core';
 import { RosterError } from '@roster/errors';
 import {
   APICallError,
@@ -6,6 +6,8 @@ import {
   stepCountIs,
   streamText,
   tool,
+  type FilePart,
+  type ImagePart,
   type LanguageModel,
   type ModelMessage,
   type SystemModelMessage,
@@ -23,6 +25,8 @@ export interface AiSdkEngineOptions {
   model: Exclude<LanguageModel, string>;
   /** Whether the model runs on this machine (see `Engine.local`). */
   local: boolean;
+  /** The kinds of file the model reads (see `Engine.accepts`); none by default. */
+  accepts?: readonly FileKind[];
   /** Retries of retryable failures (429, 5xx, a dropped connection) per model call; the SDK's own retry loop. */
   maxRetries?: number;
   /** The most a whole turn may take, tool calls included. */
@@ -39,7 +43,7 @@ const stepSeparator = '\n\n';
 
 /** An engine over any AI SDK language model: streaming, the tool loop, timeouts, retries and error mapping. */
 export function createAiSdkEngine(options: AiSdkEngineOptions): Engine {
-  const { id, model, local, maxRetries = 2, timeoutMs = 60_000, secrets = [] } = options;
+  const { id, model, local, accepts = [], maxRetries = 2, timeoutMs = 60_000, secrets = [] } = options;
 
   async function run(request: EngineRequest): Promise<EngineResult> {
     const timeout = AbortSignal.timeout(timeoutMs);
@@ -135,7 +139,7 @@ export function createAiSdkEngine(options: AiSdkEngineOptions): Engine {
     return usage === undefined ? { text, toolCalls } : { text, toolCalls, usage };
   }
 
-  return { id, local, run };
+  return { id, local, accepts, run };
 }
 
 /**
@@ -155,11 +159,20 @@ function systemMessages(request: EngineRequest): SystemModelMessage[] {
   return messages;
 }
 
+/** History as text; the current message with its files, if any, as content parts (they go with this turn only). */
 function conversation(request: EngineRequest): ModelMessage[] {
-  return [
-    ...request.history.map((message): ModelMessage => ({ role: message.role, content: message.content })),
-    { role: 'user', content: request.message },
-  ];
+  const files = request.files ?? [];
+  const current: ModelMessage =
+    files.length === 0
+      ? { role: 'user', content: request.message }
+      : { role: 'user', content: [...(request.message === '' ? [] : [{ type: 'text' as const, text: request.message }]), ...files.map(filePart)] };
+  return [...request.history.map((message): ModelMessage => ({ role: message.role, content: message.content })), current];
+}
+
+/** An image as an image part (what every vision model takes); anything else as a file part with its media type. */
+function filePart(file: EngineFile): ImagePart | FilePart {
+  if (file.kind === 'image') return { type: 'image', image: file.data, mediaType: file.mediaType };
+  return { type: 'file', data: file.data, mediaType: file.mediaType, ...(file.name === undefined ? {} : { filename: file.name }) };
 }
 
 function toolSet(tools: readonly EngineTool[]): ToolSet {

@@ -4,6 +4,7 @@
  * starts a fake of its far side and makes an engine against it. Test-only:
  * excluded from the build.
  */
+import { randomBytes } from 'node:crypto';
 import type { Engine, EnginePart, EngineRequest, EngineTool } from '@roster/core';
 import { RosterError } from '@roster/errors';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -78,6 +79,26 @@ export function describeEngineConformance(name: string, harness: EngineConforman
         { type: 'turn-end', text: 'You drink green tea.' },
       ]);
       expect(subject.fake.requests).toHaveLength(1);
+    });
+
+    it('reads an image: it goes with the current message as a content part, beside its words, and nowhere else', async () => {
+      const engine = subject.createEngine();
+      expect(engine.accepts).toContain('image');
+      subject.fake.script({ type: 'text', chunks: ['A label.'] }, { type: 'text', chunks: ['Tea.'] });
+      const picture = randomBytes(600);
+      const base64 = picture.toString('base64');
+
+      const result = await engine.run(turn({ message: 'What does this say?', files: [{ kind: 'image', mediaType: 'image/png', data: picture }] }));
+
+      expect(result.text).toBe('A label.');
+      const messages = subject.fake.requests[0]!.body.messages as unknown[];
+      expect(JSON.stringify(messages.at(-1))).toContain(base64);
+      expect(JSON.stringify(messages.at(-1))).toContain('What does this say?');
+      expect(JSON.stringify(messages.slice(0, -1))).not.toContain(base64);
+      // The control: a turn without files carries no image.
+      await engine.run(turn());
+      expect(JSON.stringify(subject.fake.requests[1]!.body)).not.toContain(base64.slice(0, 40));
+      expect(JSON.stringify(subject.fake.requests[1]!.body.messages)).not.toMatch(/image/);
     });
 
     it('runs a tool call, executes the tool with the model arguments and sends its result back', async () => {

@@ -46,6 +46,8 @@ export function createOfflineEngine(options: OfflineEngineOptions): Engine {
   return {
     id: 'offline',
     local: true,
+    // Fixed rules over words: it reads no images, sounds or documents.
+    accepts: [],
     async run(request: EngineRequest): Promise<EngineResult> {
       const turn = new OfflineTurn(request);
       const intent = readIntent(request.message);

@@ -54,13 +54,13 @@ export function createEngine(reference: string, options: EngineReferenceOptions 
       const model = modelName(reference, rest);
       const apiKey = requireKey(reference, options.openaiApiKey, 'openaiApiKey', 'OPENAI_API_KEY');
       const provider = createOpenAI({ apiKey, baseURL: options.openaiBaseUrl ?? openaiApiUrl, ...fetchOption });
-      return createAiSdkEngine({ ...settings, model: provider.chat(model), local: false, secrets: [apiKey] });
+      return createAiSdkEngine({ ...settings, model: provider.chat(model), local: false, accepts: ['image'], secrets: [apiKey] });
     }
     case 'anthropic': {
       const model = modelName(reference, rest);
       const apiKey = requireKey(reference, options.anthropicApiKey, 'anthropicApiKey', 'ANTHROPIC_API_KEY');
       const provider = createAnthropic({ apiKey, baseURL: options.anthropicBaseUrl ?? anthropicApiUrl, ...fetchOption });
-      return createAiSdkEngine({ ...settings, model: provider.messages(model), local: false, secrets: [apiKey] });
+      return createAiSdkEngine({ ...settings, model: provider.messages(model), local: false, accepts: ['image'], secrets: [apiKey] });
     }
     case 'openai-compatible': {
       const hash = rest.lastIndexOf('#');
@@ -87,6 +87,8 @@ export function createEngine(reference: string, options: EngineReferenceOptions 
         ...settings,
         model: provider.chatModel(model),
         local: isLoopbackUrl(url),
+        // Images travel as OpenAI's image_url parts, which OpenAI-compatible servers with a vision model read.
+        accepts: ['image'],
         secrets: apiKey === undefined ? [] : [apiKey],
       });
     }

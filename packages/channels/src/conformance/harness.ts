@@ -16,9 +16,22 @@ export interface PlatformMessage {
   mentionBot?: boolean;
   /** The message answers an earlier one: the bot's own (`fromBot`) or someone else's. */
   replyTo?: { id: string; fromBot: boolean };
-  /** An image comes with it (`text` is then its caption, maybe empty). */
+  /** An image comes with it (`text` is then its caption, maybe empty): `attachment`'s bytes, or a small picture of the fake's own. */
   image?: boolean;
+  /** A file comes with it, with these bytes, as the platform carries one of its kind (`text` is its caption). */
+  attachment?: PlatformAttachment;
 }
+
+/** A file a person sends: a photo, a voice note, or a document. */
+export interface PlatformAttachment {
+  kind: 'image' | 'voice' | 'document';
+  data: Uint8Array;
+  mediaType: string;
+  name?: string;
+}
+
+/** The bytes of the picture a fake sends for `image: true` without an attachment (a 1×1 PNG). */
+export const fakePicture = new Uint8Array(Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64'));
 
 /** What the platform gave a delivered message. */
 export interface Delivered {

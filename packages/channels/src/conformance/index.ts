@@ -1,2 +1,3 @@
 export { describeChannelConformance, until } from './suite.js';
-export type { ChannelHarness, Delivered, FakePlatform, PlatformMessage, PlatformUser, SendAttempt, SentRecord } from './harness.js';
+export { fakePicture } from './harness.js';
+export type { ChannelHarness, Delivered, FakePlatform, PlatformAttachment, PlatformMessage, PlatformUser, SendAttempt, SentRecord } from './harness.js';

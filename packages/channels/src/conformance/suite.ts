@@ -301,14 +301,14 @@ export function describeChannelConformance(name: string, harness: ChannelHarness
       await serve();
       const directory = fixture.roster.core.directory;
       const before = await query<{ n: string }>('select count(*) as n from messages', []);
-      // Under pairing (the default, no binding): the hint, to whatever a stranger sends, and nothing is kept.
+      // Under pairing (the default, no binding): the hint, to whatever a stranger sends (an image too), and nothing is kept.
       const user = stranger();
       await say(user, 'remember that my pin is 4321');
       await command(user, 'agents');
       await command(user, 'memory');
       await platform.deliver({ chat: 'dm', from: user, text: '', image: true });
       await served!.settled();
-      expect(sentTo(platform.dmChatId(user)).map((message) => message.text)).toEqual([pairingHint(prefix()), pairingHint(prefix()), pairingHint(prefix())]);
+      expect(sentTo(platform.dmChatId(user)).map((message) => message.text)).toEqual([pairingHint(prefix()), pairingHint(prefix()), pairingHint(prefix()), pairingHint(prefix())]);
       expect(await query('select 1 from conversations where channel = $1 and external_id like $2', [channel(), `%${platform.dmChatId(user)}%`])).toEqual([]);
       const after = await query<{ n: string }>('select count(*) as n from messages', []);
       expect(after[0]!.n).toBe(before[0]!.n);
@@ -324,10 +324,10 @@ export function describeChannelConformance(name: string, harness: ChannelHarness
         await command(friend, 'agent Scout');
         expect(sentTo(platform.dmChatId(friend)).map((message) => message.text)).toEqual(['Now talking to Scout.']);
         expect(sentTo(platform.dmChatId(refused))).toEqual([]);
-        // A linked person's image is answered plainly: it cannot be read here.
+        // A linked person's image reaches the agent; on an engine that reads no images, it says so plainly.
         await platform.deliver({ chat: 'dm', from: friend, text: '', image: true });
         await served!.settled();
-        expect(sentTo(platform.dmChatId(friend)).at(-1)!.text).toBe('I can only read text here, not images: say it in words, please.');
+        expect(sentTo(platform.dmChatId(friend)).at(-1)!.text).toBe('I cannot read images here, only text: say it in words, please.');
       } finally {
         await bindToScout();
       }
