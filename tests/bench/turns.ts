@@ -141,6 +141,7 @@ function timedEngines(records: Map<string, TurnRecord>): (agent: Agent) => Engin
       engine = {
         id: offline.id,
         local: offline.local,
+        accepts: offline.accepts,
         async run(request) {
           let toolMs = 0;
           const tools = request.tools.map(
