@@ -243,7 +243,7 @@ async function postSigned(fake: FakeSlack, request: SlackBody): Promise<number> 
   const response = await fetch(fake.adapter.eventsUrl!, {
     method: 'POST',
     headers: { ...(request.contentType === '' ? {} : { 'content-type': request.contentType }), 'x-slack-request-timestamp': String(timestamp), 'x-slack-signature': signature },
-    body: request.body,
+    body: new Uint8Array(request.body),
   });
   await response.arrayBuffer();
   return response.status;

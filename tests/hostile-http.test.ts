@@ -317,8 +317,11 @@ describe('hostile bytes over a real socket', () => {
     const kinds: Record<string, fc.Arbitrary<Buffer>> = {
       // A body that is JSON but for bytes that are no UTF-8: refused, not stored with U+FFFD in their place.
       'invalid UTF-8 body': fc
-        .record({ bytes: bytesWithInvalidUtf8, target: fc.constantFrom(['/api/people', 'name'], ['/api/agents', 'name'], ['/api/tokens', 'name'], ['/api/login', 'token']) })
-        .map(({ bytes, target: [path, field] }) => post(path!, Buffer.concat([Buffer.from(`{"${field}":"`), bytes, Buffer.from(path === '/api/agents' ? '","job":"j"}' : '"}')]))),
+        .record({
+          bytes: bytesWithInvalidUtf8,
+          target: fc.constantFrom({ path: '/api/people', field: 'name' }, { path: '/api/agents', field: 'name' }, { path: '/api/tokens', field: 'name' }, { path: '/api/login', field: 'token' }),
+        })
+        .map(({ bytes, target: { path, field } }) => post(path, Buffer.concat([Buffer.from(`{"${field}":"`), bytes, Buffer.from(path === '/api/agents' ? '","job":"j"}' : '"}')]))),
       'invalid UTF-8 in path and headers': fc
         .record({ bytes: bytesWithInvalidUtf8, where: fc.constantFrom('path', 'query', 'header', 'cookie') })
         .map(({ bytes, where }) =>
