@@ -219,27 +219,41 @@ describe('hostile requests on every documented route', () => {
     expect(routes.length).toBeGreaterThanOrEqual(38);
     expect(routes.find((route) => route.method === 'POST' && route.path === '/api/agents')?.fields.sort()).toEqual(['engine', 'job', 'name']);
     let rows = await tableRows();
+    let accepted = 0;
+    let runs = 0;
     expect(rows['public.people']).toBeGreaterThan(0);
     for (const route of routes) {
       const subject = `${route.method} ${route.path}`;
       for (const [kind, arbitrary] of Object.entries(kindsFor(route))) {
+        const answers: string[] = [];
         await fc.assert(
           fc.asyncProperty(arbitrary, async (request) => {
             count(subject, `owner/${kind}`);
-            // Logging out ends the session it is sent with: that route gets a session of its own each time.
-            const as = route.path === '/api/logout' ? await server.signIn(ada) : owner;
-            if (as !== owner) rows = await tableRows();
+            // Logging out ends the session it is sent with: that route gets a session of its own each time, and is counted case by case.
+            const logout = route.path === '/api/logout';
+            const as = logout ? await server.signIn(ada) : owner;
+            if (logout) rows = await tableRows();
             const answer = await inject(request, as, route.method);
             checkAnswer(`${subject} ${kind} ${request.url.slice(0, 200)}`, answer);
-            const after = await tableRows();
-            // A refusal changes nothing; an accepted request (a valid body among the random ones) may write what it is for.
-            if (answer.statusCode >= 400) expect(after, `${subject} ${kind}: ${answer.statusCode} ${answer.body.slice(0, 200)}`).toEqual(rows);
-            rows = after;
+            answers.push(`${answer.statusCode} ${answer.body.slice(0, 120)}`);
+            if (logout) {
+              const after = await tableRows();
+              if (answer.statusCode >= 400) expect(after, `${subject} ${kind}: ${answer.statusCode} ${answer.body.slice(0, 200)}`).toEqual(rows);
+              rows = after;
+            }
           }),
           { numRuns: ownerRuns },
         );
+        // The rows are counted once per kind and route: refusals and reads change nothing. A run with an
+        // accepted change (a valid body among the random ones) may write what it is for; it is only re-counted.
+        runs += 1;
+        const after = await tableRows();
+        if (route.method === 'GET' || answers.every((answer) => Number(answer.slice(0, 3)) >= 400)) expect(after, `${subject} ${kind}: ${answers.join(' | ')}`).toEqual(rows);
+        else accepted += 1;
+        rows = after;
       }
     }
+    console.log(`hostile HTTP as the owner: ${accepted} of ${runs} runs (route and kind) held an accepted change and were re-counted, not compared`);
   });
 
   it('without credentials: refused (401 past the router), no stack, nothing written', async () => {
