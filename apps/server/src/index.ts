@@ -1,4 +1,6 @@
+import { STATUS_CODES } from 'node:http';
 import { join } from 'node:path';
+import type { Duplex } from 'node:stream';
 import fastifyStatic from '@fastify/static';
 import { isLoopbackAddress, type Config, type Logger } from '@roster/config';
 import type { Database } from '@roster/db';
@@ -58,6 +60,9 @@ export interface Health {
   redis: string;
 }
 
+/** Request bodies are read as UTF-8, strictly. */
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
 /** The largest request body, in bytes: a message is at most 4,000 characters. */
 const bodyLimit = 64 * 1024;
 
@@ -83,15 +88,24 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
       const { status, body } = describeError(error, showStack);
       void (reply as unknown as FastifyReply).status(status).send(body);
     },
+    // A request Node's HTTP parser refuses (bytes that are not HTTP, headers past its limit) answers in the same shape too.
+    clientErrorHandler: answerClientError,
   }) as unknown as FastifyInstance;
   app.decorateRequest('viewer', null);
 
-  // An empty JSON body is no body (a POST that sends only a CSRF header); anything else must parse.
+  // An empty JSON body is no body (a POST that sends only a CSRF header); anything else must parse,
+  // as UTF-8 (bytes that are not are refused, not stored as U+FFFD).
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, text, done) => {
-    if ((text as string).trim() === '') return done(null, undefined);
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, bytes, done) => {
+    let text: string;
     try {
-      done(null, JSON.parse(text as string) as unknown);
+      text = utf8.decode(bytes as Buffer);
+    } catch {
+      return done(new ApiError(400, 'invalid_json', 'The body is not valid UTF-8.'), undefined);
+    }
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text) as unknown);
     } catch {
       done(new ApiError(400, 'invalid_json', 'The body is not valid JSON.'), undefined);
     }
@@ -190,6 +204,22 @@ async function mountWebhooks(app: FastifyInstance, webhooks: ChannelWebhooks): P
       handler: async () => undefined,
     });
   }
+}
+
+/** Write the error shape to a connection whose request could not be parsed, then close it. */
+function answerClientError(error: Error & { code?: string }, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, code, message]: [number, string, string] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'headers_too_large', 'The request’s headers are too large.']
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'request_timeout', 'The request took too long to arrive.']
+        : [400, 'invalid_http', 'The request is not valid HTTP.'];
+  const body = JSON.stringify({ error: { code, message } });
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy(error);
 }
 
 function trustHops(hops: number): (address: string, hop: number) => boolean {

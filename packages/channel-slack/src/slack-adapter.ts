@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger as RosterLogger } from '@roster/config';
 import { ChannelError, downloadFile, rosterCommand, splitText, tooLargeText, type ChannelAdapter, type ChannelEvent, type ChannelStartOptions, type ChannelTarget } from '@roster/channels';
 import { maxFileBytes, type FileKind, type InboundFile } from '@roster/core';
-import { App, HTTPReceiver, LogLevel, SocketModeReceiver, webApi, type Logger as BoltLogger } from '@slack/bolt';
+import { App, defaultBodyLimit, ErrorCode, HTTPModuleFunctions, HTTPReceiver, LogLevel, SocketModeReceiver, webApi, type Logger as BoltLogger } from '@slack/bolt';
 
 export interface SlackAdapterOptions {
   /** The bot token (`xoxb-…`). Never logged. */
@@ -84,8 +84,16 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
           // The answer to Slack waits for Bolt's listeners, which only hand the event over: quick, and then it is taken.
           processBeforeResponse: true,
           logger,
+          // A signed request Bolt fails on while reading it (a field of the wrong type) is refused as a bad request, not answered 500.
+          processEventErrorHandler: async (args) => {
+            if (args.response.headersSent || (args.error as { code?: unknown }).code === ErrorCode.AuthorizationError) return HTTPModuleFunctions.defaultProcessEventErrorHandler(args);
+            log?.warn({ err: { name: args.error.name, message: args.error.message } }, 'a Slack request could not be read and was refused');
+            HTTPModuleFunctions.buildNoBodyResponse(args.response, 400);
+            return false;
+          },
         })
       : undefined;
+  if (httpReceiver !== undefined) httpReceiver.requestListener = refuseBodiesNotObjects(httpReceiver.requestListener);
   const receiver =
     httpReceiver ??
     new SocketModeReceiver({
@@ -438,4 +446,30 @@ export async function checkSlackToken(options: { botToken: string; apiUrl?: stri
   } catch (error) {
     return { ok: false, detail: toChannelError('auth.test', error).message };
   }
+}
+
+/**
+ * Bolt's receiver reads fields of whatever a request's body parses to: a
+ * body of JSON `null` (or `payload=null`) throws out of its handler, past
+ * every error handler, and leaves the request unanswered. The body is read
+ * here first (Bolt takes a request whose body was read as it is), and one
+ * that parses to no object is refused with 400; anything else goes on to
+ * Bolt, which checks the signature and answers as before.
+ */
+function refuseBodiesNotObjects(listener: RequestListener): RequestListener {
+  return (request, response) => {
+    HTTPModuleFunctions.bufferIncomingMessage(request, defaultBodyLimit).then(
+      (buffered) => {
+        let body: unknown = {};
+        try {
+          body = HTTPModuleFunctions.parseHTTPRequestBody(buffered);
+        } catch {
+          // Bolt answers a body it cannot parse itself.
+        }
+        if (typeof body !== 'object' || body === null) return HTTPModuleFunctions.buildNoBodyResponse(response, 400);
+        return listener(buffered, response);
+      },
+      (error: unknown) => HTTPModuleFunctions.buildNoBodyResponse(response, (error as { statusCode?: unknown }).statusCode === 413 ? 413 : 400),
+    );
+  };
 }

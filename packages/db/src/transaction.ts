@@ -1,4 +1,12 @@
+import { RosterError } from '@roster/errors';
 import type pg from 'pg';
+
+/**
+ * What Postgres answers for text it cannot store: U+0000 in text (22021) or
+ * in JSON (22P05). The input is at fault, not the database: a refusal with
+ * a code, not a failure of the server.
+ */
+const unstorableText = new Set(['22021', '22P05']);
 
 /** Run `fn` between BEGIN and COMMIT on one pooled client; ROLLBACK on any error. */
 export async function transaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
@@ -15,6 +23,9 @@ export async function transaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) 
         await client.query('rollback');
       } catch {
         broken = true;
+      }
+      if (unstorableText.has((error as { code?: unknown }).code as string)) {
+        throw new RosterError('text_invalid', 'Text may not contain the NUL character (U+0000); remove it and try again.', { cause: error });
       }
       throw error;
     }

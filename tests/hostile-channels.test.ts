@@ -1,0 +1,376 @@
+import { createHmac } from 'node:crypto';
+import { serveChannel, type ServedChannel } from '@roster/channels';
+import { until } from '@roster/channels/conformance';
+import { parseConfig } from '@roster/config';
+import { testInstallationKey } from '@roster/config/testing';
+import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
+import { createRuntime, type Runtime } from '@roster/runtime';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fakeSlackBot, startFakeSlack, type FakeSlack } from '../packages/channel-slack/src/fake-slack.js';
+import { startFakeTelegram, type FakeTelegram } from '../packages/channel-telegram/src/fake-telegram.js';
+import { telegramSecretHeader } from '../packages/channel-telegram/src/telegram-adapter.js';
+
+/**
+ * Hostile inbound payloads on every channel, generated with fast-check and
+ * served through serveChannel against a real runtime: Slack events over HTTP
+ * (Bolt's receiver, each body correctly signed), Telegram updates through the
+ * webhook entry (with the right secret) and through long polling (the fake
+ * Bot API's getUpdates). Random JSON, message- and button-shaped objects with
+ * wrong types, NUL bytes, lone surrogates, oversized texts, JSON nested
+ * 10,000 deep, bytes that are no UTF-8. Expected: nothing thrown out of the
+ * process, no 500 from a webhook entry, nothing stored (none of it is a
+ * message from a linked person), and a linked person's message answered
+ * afterwards on each channel.
+ */
+let test: TestDatabase;
+let roster: Runtime;
+let slack: FakeSlack;
+let telegramHook: FakeTelegram;
+let telegramPoll: FakeTelegram;
+const served: ServedChannel[] = [];
+const escaped: unknown[] = [];
+const onEscape = (error: unknown) => escaped.push(error);
+/** Cases run, by channel and kind, printed at the end. */
+const cases = new Map<string, Map<string, number>>();
+
+const slackRuns = 10;
+const webhookRuns = 30;
+const pollingRuns = 12;
+
+function count(subject: string, kind: string): void {
+  const kinds = cases.get(subject) ?? new Map<string, number>();
+  kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+  cases.set(subject, kinds);
+}
+
+/** The rows of every table, by table. */
+function tableRows(): Promise<Record<string, number>> {
+  return test.database.adminScope('test: count the rows of every table', async (tx) => {
+    const { rows: tables } = await tx.query<{ name: string }>(
+      `select quote_ident(schemaname) || '.' || quote_ident(tablename) as name from pg_tables where schemaname not in ('pg_catalog', 'information_schema') order by 1`,
+    );
+    const { rows } = await tx.query<{ name: string; n: number }>(tables.map((table) => `select '${table.name}' as name, count(*)::int as n from ${table.name}`).join(' union all '));
+    return Object.fromEntries(rows.map((row) => [row.name, Number(row.n)]));
+  });
+}
+
+const settled = () => Promise.all(served.map((channel) => channel.settled()));
+
+// ---------------------------------------------------------------------------
+// The hostile values.
+
+const nastyString = fc.oneof(
+  fc.string({ unit: 'binary', maxLength: 40 }),
+  fc.string({ maxLength: 20 }).map((text) => `${text}\u0000${text}`),
+  fc.constantFrom('\uD800', 'a\uDFFFb', '\u0000', '/roster link 000000', '/start', 'link 123456', '<@UROSTERBOT>', '@roster_test_bot /roster agent Scout', "'; drop table messages; --", '🙂'.repeat(50), ''),
+  fc.integer({ min: 4_001, max: 60_000 }).map((length) => 'x'.repeat(length)),
+);
+
+const wrongType = fc.oneof(
+  fc.integer(),
+  fc.double(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.array(fc.jsonValue({ maxDepth: 2 }), { maxLength: 4 }),
+  fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 }),
+);
+
+/** A value nested `depth` deep, built without recursion. */
+function deep(depth: number, shape: 'array' | 'object'): unknown {
+  let value: unknown = 1;
+  for (let level = 0; level < depth; level++) value = shape === 'array' ? [value] : { a: value };
+  return value;
+}
+const deepValue = (depths = [1_000, 10_000]) => fc.record({ depth: fc.constantFrom(...depths), shape: fc.constantFrom('array' as const, 'object' as const) }).map(({ depth, shape }) => deep(depth, shape));
+
+/** No payload here may come from a linked person: a value that names their handle anywhere is left out (walked without recursion: some are 10,000 deep). */
+const notLinked = (linked: string) => (value: unknown) => {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const next = stack.pop();
+    if ((typeof next === 'string' || typeof next === 'number') && String(next).includes(linked)) return false;
+    if (typeof next === 'object' && next !== null) stack.push(...Object.values(next));
+  }
+  return true;
+};
+/** The start of a value, for a failure's message (JSON.stringify recurses: too deep, and it says so). */
+const shown = (value: unknown): string => {
+  try {
+    return String(JSON.stringify(value)).slice(0, 200);
+  } catch {
+    return '(nested too deep to show)';
+  }
+};
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+// ---------------------------------------------------------------------------
+// Telegram updates.
+
+const telegramId = fc.oneof(fc.integer({ min: 7_000_000, max: 9_000_000_000 }), wrongType, nastyString);
+const telegramUser = fc.oneof(
+  fc.record({ id: telegramId, is_bot: fc.oneof(fc.boolean(), wrongType), first_name: fc.oneof(nastyString, wrongType), last_name: fc.oneof(nastyString, wrongType), username: fc.oneof(nastyString, wrongType) }, { requiredKeys: [] }),
+  wrongType,
+);
+const telegramChat = fc.oneof(fc.record({ id: telegramId, type: fc.oneof(fc.constantFrom('private', 'group', 'supergroup', 'channel'), nastyString, wrongType) }, { requiredKeys: [] }), wrongType);
+const telegramEntity = fc.record(
+  { type: fc.oneof(fc.constantFrom('mention', 'text_mention', 'bot_command', 'url'), wrongType), offset: fc.oneof(fc.integer(), wrongType), length: fc.oneof(fc.integer(), wrongType), user: telegramUser },
+  { requiredKeys: [] },
+);
+const telegramMessage = (text: fc.Arbitrary<unknown>) =>
+  fc.record(
+    {
+      message_id: fc.oneof(fc.nat(), wrongType),
+      date: fc.oneof(fc.nat(), wrongType),
+      chat: telegramChat,
+      from: telegramUser,
+      text,
+      caption: fc.oneof(nastyString, wrongType),
+      entities: fc.oneof(fc.array(telegramEntity, { maxLength: 3 }), wrongType),
+      photo: fc.oneof(fc.array(fc.jsonValue({ maxDepth: 1 }), { maxLength: 2 }), wrongType),
+      voice: wrongType,
+      reply_to_message: fc.oneof(wrongType, fc.record({ message_id: fc.oneof(fc.nat(), wrongType), from: telegramUser }, { requiredKeys: [] })),
+    },
+    { requiredKeys: [] },
+  );
+const updateId = fc.nat({ max: 2 ** 31 - 1 });
+
+/** Each kind of Telegram update; `depths`: how deep the nested ones go. */
+const telegramKinds = (depths: number[]): Record<string, fc.Arbitrary<unknown>> => ({
+  'random JSON': fc.oneof(fc.jsonValue(), fc.record({ update_id: updateId }).chain((head) => fc.dictionary(fc.string({ maxLength: 12 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 3 }).map((rest) => ({ ...rest, ...head })))),
+  'messages with wrong types': fc.record({ update_id: updateId, message: fc.oneof(telegramMessage(fc.oneof(nastyString, wrongType)), wrongType) }),
+  'button presses': fc.record({
+    update_id: updateId,
+    callback_query: fc.oneof(
+      fc.record(
+        { id: fc.oneof(fc.string({ maxLength: 20 }), wrongType), from: telegramUser, data: fc.oneof(fc.uuid().map((id) => `roster:approve:${id}`), fc.uuid().map((id) => `roster:reject:${id}`), nastyString, wrongType), message: fc.oneof(wrongType, telegramMessage(nastyString)) },
+        { requiredKeys: [] },
+      ),
+      wrongType,
+    ),
+  }),
+  'deep JSON': fc.oneof(
+    deepValue(depths).map((value) => ({ update_id: 1, message: value })),
+    fc.record({ update_id: updateId, message: telegramMessage(deepValue(depths)) }),
+  ),
+  oversized: fc.record({ update_id: updateId, message: telegramMessage(fc.integer({ min: 64 * 1024, max: 1_000_000 }).map((length) => 'y'.repeat(length))) }),
+});
+
+// ---------------------------------------------------------------------------
+// Slack events.
+
+const slackId = fc.oneof(fc.stringMatching(/^[UDCWB][A-Z0-9]{6,10}$/), nastyString, wrongType);
+const slackEvent = fc.record(
+  {
+    type: fc.oneof(fc.constantFrom('message', 'app_mention', 'member_joined_channel', 'reaction_added'), nastyString, wrongType),
+    channel: slackId,
+    channel_type: fc.oneof(fc.constantFrom('im', 'channel', 'group', 'mpim'), wrongType),
+    user: slackId,
+    text: fc.oneof(nastyString, wrongType),
+    ts: fc.oneof(fc.constant('1700000000.000100'), nastyString, wrongType),
+    event_ts: fc.oneof(fc.constant('1700000000.000100'), wrongType),
+    thread_ts: fc.oneof(fc.constant('1700000000.000100'), wrongType),
+    parent_user_id: fc.oneof(fc.constant(fakeSlackBot.userId), slackId),
+    subtype: fc.oneof(fc.constantFrom('bot_message', 'file_share', 'message_changed'), wrongType),
+    files: wrongType,
+    bot_id: fc.oneof(fc.constant(fakeSlackBot.botId), wrongType),
+  },
+  { requiredKeys: [] },
+);
+const form = (fields: Record<string, unknown>) =>
+  new URLSearchParams(Object.entries(fields).map(([key, value]) => [key, typeof value === 'string' ? value : JSON.stringify(value) ?? ''])).toString();
+
+/** A body as Slack would post it: the bytes and their content type. */
+interface SlackBody {
+  body: Buffer;
+  contentType: string;
+}
+const json = (value: unknown, contentType = 'application/json'): SlackBody => ({ body: Buffer.from(JSON.stringify(value) ?? 'null'), contentType });
+const invalidUtf8 = fc.constantFrom([0xff], [0xfe], [0xc3, 0x28], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0x80]);
+
+function slackKinds(fake: FakeSlack): Record<string, fc.Arbitrary<SlackBody>> {
+  return {
+    'random JSON': fc.jsonValue().map((value) => json(value)),
+    'events with wrong types': slackEvent.map((event) => json(JSON.parse(fake.eventBody(event as Record<string, unknown>)))),
+    'envelopes with wrong types': fc
+      .record({ type: fc.oneof(fc.constantFrom('event_callback', 'url_verification', 'app_rate_limited'), wrongType), event: fc.oneof(slackEvent, wrongType), challenge: fc.oneof(nastyString, wrongType), event_id: fc.oneof(nastyString, wrongType), team_id: fc.oneof(fc.constant(fakeSlackBot.team), wrongType), authorizations: wrongType }, { requiredKeys: [] })
+      .map((value) => json(value)),
+    'commands and button presses': fc.oneof(
+      fc
+        .record({ command: fc.oneof(fc.constant('/roster'), nastyString), text: fc.oneof(nastyString, wrongType), user_id: slackId, user_name: fc.oneof(nastyString, wrongType), channel_id: slackId, trigger_id: fc.oneof(nastyString, wrongType), team_id: fc.constant(fakeSlackBot.team) }, { requiredKeys: [] })
+        .map((fields) => ({ body: Buffer.from(form(fields)), contentType: 'application/x-www-form-urlencoded' })),
+      fc
+        .oneof(
+          fc.record(
+            {
+              type: fc.oneof(fc.constant('block_actions'), nastyString),
+              user: fc.oneof(fc.record({ id: slackId, name: fc.oneof(nastyString, wrongType) }, { requiredKeys: [] }), wrongType),
+              actions: fc.oneof(fc.array(fc.record({ action_id: fc.oneof(fc.constantFrom('roster_approve', 'roster_reject'), nastyString), value: fc.oneof(fc.uuid(), nastyString, wrongType), type: fc.constant('button') }, { requiredKeys: [] }), { maxLength: 2 }), wrongType),
+              container: fc.oneof(fc.record({ channel_id: slackId, message_ts: fc.oneof(nastyString, wrongType) }, { requiredKeys: [] }), wrongType),
+              response_url: fc.oneof(nastyString, wrongType),
+              team: fc.constant({ id: fakeSlackBot.team }),
+            },
+            { requiredKeys: [] },
+          ),
+          fc.jsonValue(),
+        )
+        .map((payload) => ({ body: Buffer.from(form({ payload: JSON.stringify(payload) })), contentType: 'application/x-www-form-urlencoded' })),
+      fc.string({ maxLength: 200 }).map((text) => ({ body: Buffer.from(`payload=${text}`), contentType: 'application/x-www-form-urlencoded' })),
+    ),
+    // Written as text: JSON.stringify recurses, and 10,000 levels are past its depth here.
+    'deep JSON': fc
+      .record({ depth: fc.constantFrom(1_000, 10_000), shape: fc.constantFrom('array', 'object'), inEvent: fc.boolean() })
+      .map(({ depth, shape, inEvent }) => {
+        const nested = shape === 'array' ? `${'['.repeat(depth)}${']'.repeat(depth)}` : `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
+        const body = inEvent ? fake.eventBody({ type: 'message', channel_type: 'im', channel: 'D0STRANGER', user: 'U0STRANGER', text: '#deep#', ts: '1.1' }).replace('"#deep#"', nested) : nested;
+        return { body: Buffer.from(body), contentType: 'application/json' };
+      }),
+    oversized: fc.integer({ min: 64 * 1024, max: 1_000_000 }).map((length) => json(JSON.parse(fake.eventBody({ type: 'message', channel_type: 'im', channel: 'D0STRANGER', user: 'U0STRANGER', text: 'z'.repeat(length), ts: '1.1' })))),
+    'not JSON, and not UTF-8': fc.oneof(
+      fc.record({ body: fc.uint8Array({ maxLength: 300 }).map((bytes) => Buffer.from(bytes)), contentType: fc.constantFrom('application/json', 'application/x-www-form-urlencoded', 'text/plain', '') }),
+      fc
+        .tuple(invalidUtf8, fc.string({ maxLength: 20 }))
+        .map(([bytes, text]) => Buffer.concat([Buffer.from(fake.eventBody({ type: 'message', channel_type: 'im', channel: 'D0STRANGER', user: 'U0STRANGER', text: `${text}#`, ts: '1.1' })).subarray(0, -2), Buffer.from(bytes), Buffer.from('"}')]))
+        .map((body) => ({ body, contentType: 'application/json' })),
+    ),
+  };
+}
+
+/** Post bytes to the Slack adapter's receiver, signed with the right secret over exactly those bytes. */
+async function postSigned(fake: FakeSlack, request: SlackBody): Promise<number> {
+  const timestamp = Math.floor(Date.now() / 1000);
+  const signature = `v0=${createHmac('sha256', fake.signingSecret).update(Buffer.concat([Buffer.from(`v0:${timestamp}:`), request.body])).digest('hex')}`;
+  const response = await fetch(fake.adapter.eventsUrl!, {
+    method: 'POST',
+    headers: { ...(request.contentType === '' ? {} : { 'content-type': request.contentType }), 'x-slack-request-timestamp': String(timestamp), 'x-slack-signature': signature },
+    body: new Uint8Array(request.body),
+  });
+  await response.arrayBuffer();
+  return response.status;
+}
+
+// ---------------------------------------------------------------------------
+
+beforeAll(async () => {
+  process.on('unhandledRejection', onEscape);
+  process.on('uncaughtException', onEscape);
+  test = await openTestDatabase();
+  roster = await createRuntime({ config: parseConfig({ LOG_LEVEL: 'silent' }), database: test.database, key: testInstallationKey });
+  const { directory } = roster.core;
+  await directory.addAgent({ name: 'Scout', job: 'finds things' });
+  const ada = await directory.addPerson({ name: 'Ada' });
+  await directory.bindChannel({ channel: 'slack', agent: 'Scout' });
+  await directory.bindChannel({ channel: 'telegram', agent: 'Scout' });
+
+  slack = await startFakeSlack();
+  telegramHook = await startFakeTelegram({ webhook: true });
+  telegramPoll = await startFakeTelegram();
+  await directory.linkIdentity(ada.id, 'slack', slack.user(1).id);
+  await directory.linkIdentity(ada.id, 'telegram', telegramHook.user(2).id);
+  for (const adapter of [slack.adapter, telegramHook.adapter, telegramPoll.adapter]) served.push(await serveChannel({ adapter, core: roster.core }));
+
+  // A stranger's message bumps the day's count of refusals (one row per channel and day, no words): made here, before the counts are taken.
+  await slack.deliver({ chat: 'dm', from: slack.user(9), text: 'hello' });
+  await telegramHook.deliver({ chat: 'dm', from: telegramHook.user(9), text: 'hello' });
+  await settled();
+});
+
+afterAll(async () => {
+  const lines = [...cases].map(([subject, kinds]) => `${subject}: ${[...kinds].map(([kind, n]) => `${kind} ${n}`).join(', ')}`);
+  const total = [...cases.values()].reduce((sum, kinds) => sum + [...kinds.values()].reduce((a, b) => a + b, 0), 0);
+  console.log(`hostile channel payloads run (${total} in all):\n${lines.join('\n')}`);
+  for (const channel of served) await channel.stop();
+  await slack?.close();
+  await telegramHook?.close();
+  await telegramPoll?.close();
+  await test?.cleanup();
+  process.off('unhandledRejection', onEscape);
+  process.off('uncaughtException', onEscape);
+});
+
+describe('hostile inbound payloads on every channel', () => {
+  it('Slack events over HTTP, correctly signed: no 500, nothing thrown, nothing stored', async () => {
+    const rows = await tableRows();
+    const ada = slack.user(1).id;
+    // Bolt answers a request no listener takes after three seconds: the kinds run side by side.
+    await Promise.all(
+      Object.entries(slackKinds(slack)).map(([kind, arbitrary]) =>
+        fc.assert(
+          fc.asyncProperty(arbitrary.filter((request) => !request.body.includes(ada)), async (request) => {
+            count('slack events (HTTP)', kind);
+            const status = await postSigned(slack, request);
+            expect(status, `${kind}: ${request.body.toString('latin1').slice(0, 200)}`).toBeLessThan(500);
+          }),
+          { numRuns: slackRuns },
+        ),
+      ),
+    );
+    await settled();
+    expect(await tableRows()).toEqual(rows);
+    expect(escaped).toEqual([]);
+  });
+
+  it('Telegram updates through the webhook entry, with the right secret: never a 500, nothing thrown, nothing stored', async () => {
+    const rows = await tableRows();
+    const secret = telegramHook.webhook()!.secretToken!;
+    const ada = telegramHook.user(2).id;
+    for (const [kind, arbitrary] of Object.entries(telegramKinds([1_000, 10_000]))) {
+      await fc.assert(
+        fc.asyncProperty(arbitrary.filter(notLinked(ada)), async (update) => {
+          count('telegram webhook', kind);
+          const status = await telegramHook.adapter.handleWebhook({ headers: { [telegramSecretHeader]: secret }, body: update });
+          expect([200, 400], `${kind}: ${shown(update)}`).toContain(status);
+        }),
+        { numRuns: webhookRuns },
+      );
+      await settled();
+      expect(await tableRows(), kind).toEqual(rows);
+    }
+    expect(escaped).toEqual([]);
+  });
+
+  it('Telegram updates through long polling (getUpdates): nothing thrown, nothing stored, polling goes on', async () => {
+    const rows = await tableRows();
+    const ada = telegramPoll.user(2).id;
+    // The fake Bot API writes getUpdates' answer with JSON.stringify, which recurses: 1,000 deep is what it sends here.
+    for (const [kind, arbitrary] of Object.entries(telegramKinds([1_000]))) {
+      await fc.assert(
+        fc.asyncProperty(arbitrary.filter(isRecord).filter(notLinked(ada)), async (update) => {
+          count('telegram polling', kind);
+          // Resolves once getUpdates has handed it out.
+          await telegramPoll.push(update);
+        }),
+        { numRuns: pollingRuns },
+      );
+      await settled();
+      expect(await tableRows(), kind).toEqual(rows);
+    }
+    expect(escaped).toEqual([]);
+  });
+
+  it('still answers a linked person on each channel afterwards', async () => {
+    const before = await tableRows();
+    const question = 'what do you know about my desk?';
+    const answer = "I don't know anything about my desk yet.";
+    const ada = slack.user(1);
+    await slack.deliver({ chat: 'dm', from: ada, text: question });
+    await settled();
+    expect(slack.sent().filter((message) => message.chatId === slack.dmChatId(ada)).map((message) => message.text)).toEqual([answer]);
+
+    const adaOnTelegram = telegramHook.user(2);
+    await telegramHook.deliver({ chat: 'dm', from: adaOnTelegram, text: question });
+    await settled();
+    expect(telegramHook.sent().filter((message) => message.chatId === telegramHook.dmChatId(adaOnTelegram)).map((message) => message.text)).toEqual([answer]);
+
+    // Long polling still takes updates: a stranger gets the pairing hint.
+    const stranger = telegramPoll.user(7);
+    await telegramPoll.deliver({ chat: 'dm', from: stranger, text: 'hello?' });
+    await until(async () => {
+      await settled();
+      return telegramPoll.sent().some((message) => message.chatId === telegramPoll.dmChatId(stranger));
+    }, 'the pairing hint over long polling');
+    // Positive control for the counts above: a linked person's messages are kept.
+    expect((await tableRows())['public.messages']).toBeGreaterThan(before['public.messages']!);
+    expect(escaped).toEqual([]);
+  });
+});
