@@ -160,6 +160,18 @@ const cases: TableCase[] = [
     read: `select name as tag from api_tokens`,
     seen: [],
   },
+  {
+    table: 'whatsapp_sessions',
+    seed: (tx, r) => tx.query(`insert into whatsapp_sessions (account, status) values ($1, 'logged_out')`, [r.tag]).then(() => {}),
+    read: `select account as tag from whatsapp_sessions`,
+    seen: [],
+  },
+  {
+    table: 'whatsapp_keys',
+    seed: (tx, r) => tx.query(`insert into whatsapp_keys (account, kind, id, value_sealed) values ($1, 'pre-key', '1', 'sealed')`, [r.tag]).then(() => {}),
+    read: `select account as tag from whatsapp_keys`,
+    seen: [],
+  },
 ];
 
 const rows: Record<Row, { agent: () => string; person: () => string; conversation: () => string }> = {
