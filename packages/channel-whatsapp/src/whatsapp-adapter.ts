@@ -134,8 +134,15 @@ export function createWhatsAppAdapter(options: WhatsAppAdapterOptions): ChannelA
     if (content === undefined || content === null) return null;
     const type = getContentType(content);
     const group = isJidGroup(chat) === true;
-    const inner = type === undefined ? undefined : (content[type] as { text?: string | null; caption?: string | null; contextInfo?: proto.IContextInfo | null; ptt?: boolean | null } | null | undefined);
-    const raw = content.conversation ?? (typeof inner === 'object' && inner !== null ? (inner.text ?? inner.caption ?? '') : '');
+    const inner = type === undefined ? undefined : (content[type] as { contextInfo?: proto.IContextInfo | null } | null | undefined);
+    // Words come as plain text, extended text (with a mention or a quote), or a caption; a reaction, a poll or an edit is not a message.
+    const raw =
+      content.conversation ??
+      content.extendedTextMessage?.text ??
+      content.imageMessage?.caption ??
+      content.videoMessage?.caption ??
+      content.documentMessage?.caption ??
+      '';
     const media: ChannelEvent['media'] = [];
     if (content.imageMessage || content.stickerMessage) media.push('image');
     if (content.audioMessage) media.push(content.audioMessage.ptt === true ? 'voice' : 'audio');
