@@ -41,7 +41,7 @@ export async function startApiServer(env: Record<string, string> = {}, queues?: 
   const test = await openTestDatabase();
   const config = parseConfig({ LOG_LEVEL: 'silent', ...env });
   const runtime = await createRuntime({ config, database: test.database, key: testInstallationKey });
-  const app = await createServer({ config, database: test.database, runtime, redisUrl, logger: createLogger(config), ...(queues === undefined ? {} : { queues }) });
+  const app = await createServer({ config, database: test.database, runtime, redisUrl, logger: createLogger(config), key: testInstallationKey, ...(queues === undefined ? {} : { queues }) });
   const server: ApiServer = {
     app,
     test,

@@ -56,7 +56,7 @@ export async function startWebRoster(env: Record<string, string> = {}): Promise<
     schedulers: false,
     relayIntervalMs: 100,
   });
-  const app = await createServer({ config, database: test.database, runtime, redisUrl, logger: createLogger(config) });
+  const app = await createServer({ config, database: test.database, runtime, redisUrl, logger: createLogger(config), key: testInstallationKey });
   const address = await app.listen({ host: '127.0.0.1', port: 0 });
   return {
     address,

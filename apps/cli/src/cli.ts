@@ -136,12 +136,12 @@ const commands: Command[] = [
     path: ['person', 'link-code'],
     usage: 'roster person link-code NAME',
     summary: 'A single-use code (one hour) that ties a channel handle to the person.',
-    details: ['The person sends /link CODE on Telegram, /roster link CODE on Slack.'],
+    details: ['The person sends /link CODE on Telegram or WhatsApp, /roster link CODE on Slack.'],
     run: runPersonLinkCode,
   },
   {
     path: ['channel', 'add'],
-    usage: 'roster channel add telegram|slack [--account A] [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE]…',
+    usage: 'roster channel add telegram|slack|whatsapp [--account A] [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE]… [--bind-only]',
     summary: 'Bind a channel to an agent (or the whole wallet) with who may talk to it.',
     details: [
       '--agent NAME   the agent it talks to (default: the whole wallet; people pick with /agent)',
@@ -149,6 +149,7 @@ const commands: Command[] = [
       '--allow HANDLE a platform handle let in under allowlist; repeat for more',
       '--account A    a second bot on the same channel (default: default)',
       'Tokens come from the environment (TELEGRAM_BOT_TOKEN, SLACK_BOT_TOKEN, …); roster doctor checks them.',
+      'whatsapp: prints a QR code to scan with the phone (WhatsApp → Linked devices) and waits until linked; --bind-only skips that.',
     ],
     run: runChannelAdd,
   },
@@ -161,7 +162,7 @@ const commands: Command[] = [
   },
   {
     path: ['channel', 'remove'],
-    usage: 'roster channel remove telegram|slack [--account A]',
+    usage: 'roster channel remove telegram|slack|whatsapp [--account A]',
     summary: 'Remove a channel’s binding: it pairs again and talks to the wallet.',
     details: [],
     run: runChannelRemove,

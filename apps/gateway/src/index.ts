@@ -1,7 +1,8 @@
 import { serveChannel, type ChannelAdapter, type ServedChannel } from '@roster/channels';
 import { checkSlackToken, createSlackAdapter } from '@roster/channel-slack';
 import { checkTelegramToken, createTelegramAdapter } from '@roster/channel-telegram';
-import type { Config, Logger } from '@roster/config';
+import { createWhatsAppAdapter, readWhatsAppLink, type WhatsAppSocketFactory } from '@roster/channel-whatsapp';
+import type { Config, InstallationKey, Logger } from '@roster/config';
 import type { Core } from '@roster/core';
 import type { Database } from '@roster/db';
 import type { AuditLog } from '@roster/memory';
@@ -53,9 +54,11 @@ export interface ChannelCheck {
 /**
  * Each channel checked against its platform: a configured token is tried
  * (Telegram's getMe, Slack's auth.test) and called ok only when the platform
- * takes it; a channel this version cannot serve says so.
+ * takes it; WhatsApp's link is read from the database (linked as +number, or
+ * waiting for a scan, or logged out); a channel this version cannot serve
+ * says so.
  */
-export async function checkChannels(config: ChannelConfig, options: { timeoutMs?: number } = {}): Promise<ChannelCheck[]> {
+export async function checkChannels(config: ChannelConfig, options: { timeoutMs?: number; database?: Database } = {}): Promise<ChannelCheck[]> {
   return Promise.all(
     channelStatus(config).map(async ({ channel, configured, detail }): Promise<ChannelCheck> => {
       if (!configured) return { channel, status: detail.startsWith('not configured') ? 'off' : 'fail', detail };
@@ -70,6 +73,8 @@ export async function checkChannels(config: ChannelConfig, options: { timeoutMs?
           const mode = config.SLACK_APP_TOKEN !== undefined ? 'Socket Mode' : `events over HTTP at http://${config.HOST}:${config.SLACK_EVENTS_PORT}/slack/events`;
           return { channel, status: check.ok ? 'ok' : 'fail', detail: check.ok ? `${check.detail}; ${mode}` : check.detail };
         }
+        case 'whatsapp':
+          return { channel, ...(await checkWhatsApp(options.database)) };
         default:
           return { channel, status: 'fail', detail: `configured, but this version of Roster has no ${channel} adapter, so nothing serves it` };
       }
@@ -77,9 +82,42 @@ export async function checkChannels(config: ChannelConfig, options: { timeoutMs?
   );
 }
 
+const relink = 'roster channel add whatsapp';
+
+/** WhatsApp's link as the gateway last recorded it. */
+async function checkWhatsApp(database: Database | undefined): Promise<Pick<ChannelCheck, 'status' | 'detail'>> {
+  if (database === undefined) return { status: 'fail', detail: 'its link is kept in the database, which could not be opened' };
+  let link: Awaited<ReturnType<typeof readWhatsAppLink>>;
+  try {
+    link = await readWhatsAppLink(database);
+  } catch (error) {
+    return { status: 'fail', detail: `its link could not be read: ${(error as Error).message}` };
+  }
+  if (link === null) return { status: 'fail', detail: `not linked yet: run ${relink} and scan the QR code with the phone (WhatsApp → Linked devices)` };
+  switch (link.status) {
+    case 'linked':
+      return { status: 'ok', detail: `linked as ${link.phone ?? 'an unknown number'}` };
+    case 'reconnecting':
+      return { status: 'ok', detail: `linked as ${link.phone ?? 'an unknown number'}; the connection dropped and is being tried again (since ${link.updatedAt.toISOString()})` };
+    case 'waiting_for_scan':
+      return {
+        status: 'fail',
+        detail: link.waitingQr
+          ? `waiting for a scan: scan the QR code on the Channels page, or run ${relink}`
+          : `not linked: no phone scanned the QR code in time; run ${relink}`,
+      };
+    case 'logged_out':
+      return { status: 'fail', detail: `logged out${link.phone === null ? '' : ` (was ${link.phone})`}: the phone removed this device; re-link with ${relink}` };
+  }
+}
+
 export interface GatewayOptions {
   config: ChannelConfig;
   database: Database;
+  /** The installation key: WhatsApp's session is sealed with it. */
+  key: InstallationKey;
+  /** Makes WhatsApp's socket (baileys' makeWASocket unless given: a test gives one whose far side is a fake). */
+  whatsappSocketFactory?: WhatsAppSocketFactory;
   /** The conversation core every channel hands its messages to. */
   core: Core;
   /** Memory's audit log: an approval decided on a channel is audited like one decided anywhere else. */
@@ -96,7 +134,8 @@ export interface RunningGateway {
 }
 
 /** The adapter for a configured channel, or null when this version has none for it. */
-function adapterFor(channel: ChannelName, config: ChannelConfig, logger: Logger): ChannelAdapter | null {
+function adapterFor(channel: ChannelName, options: GatewayOptions): ChannelAdapter | null {
+  const { config, logger } = options;
   switch (channel) {
     case 'telegram':
       return createTelegramAdapter({
@@ -112,6 +151,13 @@ function adapterFor(channel: ChannelName, config: ChannelConfig, logger: Logger)
         ...(config.SLACK_API_URL === undefined ? {} : { apiUrl: config.SLACK_API_URL }),
         http: { port: config.SLACK_EVENTS_PORT, host: config.HOST },
         logger,
+      });
+    case 'whatsapp':
+      return createWhatsAppAdapter({
+        database: options.database,
+        key: options.key,
+        logger,
+        ...(options.whatsappSocketFactory === undefined ? {} : { socketFactory: options.whatsappSocketFactory }),
       });
     default:
       return null;
@@ -132,7 +178,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const served: Array<{ channel: ChannelName; served: ServedChannel }> = [];
   try {
     for (const status of configured) {
-      const adapter = adapterFor(status.channel, options.config, options.logger);
+      const adapter = adapterFor(status.channel, options);
       if (adapter === null) {
         log.warn({ channel: status.channel }, 'channel is configured but this version of Roster has no adapter for it yet');
         continue;

@@ -1,4 +1,4 @@
-import type { Config, Logger } from '@roster/config';
+import type { Config, InstallationKey, Logger } from '@roster/config';
 import type { Database } from '@roster/db';
 import type { Runtime } from '@roster/runtime';
 import type { ApiRoutes } from './api.js';
@@ -10,4 +10,6 @@ export interface RouteContext {
   runtime: Runtime;
   logger: Logger;
   routes: ApiRoutes;
+  /** Opens what is stored sealed. */
+  key: InstallationKey;
 }

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import fastifyStatic from '@fastify/static';
-import { isLoopbackAddress, type Config, type Logger } from '@roster/config';
+import { isLoopbackAddress, type Config, type InstallationKey, type Logger } from '@roster/config';
 import type { Database } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { redisStatus } from '@roster/redis';
@@ -15,6 +15,7 @@ import type { RouteContext } from './context.js';
 import { ApiError, describeError } from './errors.js';
 import { agentRoutes } from './routes/agents.js';
 import { authRoutes } from './routes/auth.js';
+import { channelRoutes } from './routes/channels.js';
 import { chatRoutes } from './routes/chat.js';
 import { learningRoutes } from './routes/learning.js';
 import { memoryRoutes } from './routes/memory.js';
@@ -40,6 +41,8 @@ export interface ServerOptions {
   runtime: Runtime;
   redisUrl: string;
   logger: Logger;
+  /** The installation key: it opens what is stored sealed (WhatsApp's pairing code, for the page). */
+  key: InstallationKey;
   /** The job queues Bull Board shows at /admin/queues. */
   queues?: readonly Queue[];
 }
@@ -127,13 +130,14 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
   await servePage(app);
 
   const routes = new ApiRoutes(app);
-  const context: RouteContext = { config, database, runtime, logger, routes };
+  const context: RouteContext = { config, database, runtime, logger, routes, key: options.key };
   authRoutes(context);
   agentRoutes(context);
   chatRoutes(context);
   memoryRoutes(context);
   learningRoutes(context);
   peopleRoutes(context);
+  channelRoutes(context);
   app.get('/api/openapi.json', { config: { access: 'person' } }, async () => routes.document({ title: 'Roster', version: '0.1.0' }));
 
   if (options.queues !== undefined && options.queues.length > 0) await mountBullBoards(app, database, options.queues, showStack);

@@ -1,3 +1,4 @@
+import { linkWhatsApp, qrText } from '@roster/channel-whatsapp';
 import type { Channel, ChannelBinding } from '@roster/core';
 import { UsageError } from '@roster/errors';
 import { channelStatus } from '@roster/gateway';
@@ -27,12 +28,19 @@ function describe(binding: ChannelBinding): string {
   return `${binding.channel}${binding.account === 'default' ? '' : ` (${binding.account})`} → ${who}; answers ${let_in}`;
 }
 
-/** roster channel add CHANNEL [--account A] [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE …] */
+/** roster channel add CHANNEL [--account A] [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE …] [--bind-only] */
 export async function runChannelAdd(args: string[], io: CommandIo): Promise<number> {
-  const usage = 'roster channel add telegram|slack [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE]…';
+  const usage = 'roster channel add telegram|slack|whatsapp [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE]…';
   const { values, positionals } = parseCommand(
     args,
-    { account: { type: 'string' }, agent: { type: 'string' }, policy: { type: 'string' }, allow: { type: 'string', multiple: true }, json: { type: 'boolean' } },
+    {
+      account: { type: 'string' },
+      agent: { type: 'string' },
+      policy: { type: 'string' },
+      allow: { type: 'string', multiple: true },
+      json: { type: 'boolean' },
+      'bind-only': { type: 'boolean' },
+    },
     true,
   );
   if (positionals.length !== 1) throw new UsageError(`Name one channel: ${usage}.`);
@@ -41,7 +49,7 @@ export async function runChannelAdd(args: string[], io: CommandIo): Promise<numb
   if (!(policies as readonly string[]).includes(policy)) throw new UsageError(`--policy is one of ${policies.join(', ')}, got ${JSON.stringify(policy)}.`);
   const allow = (values.allow as unknown as string[] | undefined) ?? [];
   if (allow.length > 0 && policy !== 'allowlist') throw new UsageError('--allow lists handles for --policy allowlist only.');
-  const { database, roster } = await openRoster(io);
+  const { database, roster, key, logger } = await openRoster(io);
   try {
     const binding = await roster.core.directory.bindChannel({
       channel,
@@ -51,9 +59,28 @@ export async function runChannelAdd(args: string[], io: CommandIo): Promise<numb
       ...(typeof values.agent === 'string' ? { agent: values.agent } : {}),
     });
     io.out(values.json === true ? JSON.stringify(binding) : `Bound ${describe(binding)}.`);
+    if (channel === 'whatsapp' && values['bind-only'] !== true) {
+      // WhatsApp has no token: Roster becomes a linked device of the account whose phone scans the code.
+      const stop = new AbortController();
+      void io.stopSignal.then(() => stop.abort());
+      let shown = 0;
+      const link = await linkWhatsApp({
+        database,
+        key,
+        logger,
+        account: binding.account,
+        signal: stop.signal,
+        async onQr(qr) {
+          if (shown++ === 0) io.err('On the phone: WhatsApp → Settings → Linked devices → Link a device, then scan this code (a new one comes every 20 seconds):');
+          else io.err('A new code (the last one expired):');
+          io.err(await qrText(qr));
+        },
+      });
+      io.out(link.already ? `WhatsApp is linked already, as ${link.phone}; to link another number, unlink this device on the phone first.` : `Linked WhatsApp as ${link.phone}.`);
+    }
     const { config } = loadConfig(io);
     const status = channelStatus(config).find((entry) => entry.channel === channel);
-    if (status !== undefined && !status.configured) io.err(`${channel} is ${status.detail}: the gateway serves it once its token is set.`);
+    if (status !== undefined && !status.configured) io.err(`${channel} is ${status.detail}: the gateway serves it once ${channel === 'whatsapp' ? 'it is enabled' : 'its token is set'}.`);
     return exitCode.ok;
   } finally {
     await database.close();
@@ -89,7 +116,7 @@ export async function runChannelList(args: string[], io: CommandIo): Promise<num
 
 /** roster channel remove CHANNEL [--account A] */
 export async function runChannelRemove(args: string[], io: CommandIo): Promise<number> {
-  const usage = 'roster channel remove telegram|slack [--account A]';
+  const usage = 'roster channel remove telegram|slack|whatsapp [--account A]';
   const { values, positionals } = parseCommand(args, { account: { type: 'string' } }, true);
   if (positionals.length !== 1) throw new UsageError(`Name one channel: ${usage}.`);
   const channel = channelOf(positionals[0], usage);

@@ -1,3 +1,4 @@
+import type { InstallationKey } from '@roster/config';
 import type { Person } from '@roster/core';
 import { RosterError } from '@roster/errors';
 import { createRuntime, type Runtime } from '@roster/runtime';
@@ -5,7 +6,7 @@ import type { CommandIo } from '../io.js';
 import { openKeyedRuntime, type Runtime as ProcessRuntime } from '../runtime.js';
 
 /** Open the database (migrated) and wire memory, engines and the core. */
-export async function openRoster(io: CommandIo): Promise<ProcessRuntime & { roster: Runtime }> {
+export async function openRoster(io: CommandIo): Promise<ProcessRuntime & { key: InstallationKey; roster: Runtime }> {
   const base = await openKeyedRuntime(io);
   try {
     const roster = await createRuntime({ config: base.config, database: base.database, logger: base.logger, key: base.key });

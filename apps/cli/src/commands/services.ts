@@ -36,13 +36,13 @@ export async function runServices(args: string[], io: CommandIo, services: reado
       queues = own;
     }
     if (services.includes('gateway')) {
-      const gateway = await startGateway({ config, database, core: runtime.core, audit: runtime.memory.audit, logger });
+      const gateway = await startGateway({ config, database, key, core: runtime.core, audit: runtime.memory.audit, logger });
       stops.push(() => gateway.stop());
     }
     if (services.includes('server')) {
       const warning = exposureWarning(config);
       if (warning !== null) io.err(warning);
-      const app = await createServer({ config, database, runtime, redisUrl: redis.url, logger, ...(queues === undefined ? {} : { queues: Object.values(queues.queues) }) });
+      const app = await createServer({ config, database, runtime, redisUrl: redis.url, logger, key, ...(queues === undefined ? {} : { queues: Object.values(queues.queues) }) });
       const address = await listen(app, config);
       stops.push(() => app.close());
       io.out(`Roster is running at ${address} (${database.kind} database${database.kind === 'embedded' ? ` in ${database.location}` : ''}${redis.private ? ', private Redis' : ''}). Press Ctrl+C to stop.`);
