@@ -1,6 +1,7 @@
 import { api, segment, type ChannelStatus, type PersonWithIdentities } from '../api.ts';
 import { field, h, replace, select, time } from '../dom.ts';
 import { action, badge, empty, form, loading, outcome, text, type PageContext } from '../ui.ts';
+import { whatsappPanel } from './whatsapp.ts';
 
 function personCard(person: PersonWithIdentities): HTMLElement {
   const report = outcome();
@@ -70,6 +71,7 @@ export async function peoplePage(context: PageContext): Promise<void> {
             { class: 'cards channels' },
             channels.map((channel) => h('li', { class: 'card' }, h('div', { class: 'card-head' }, h('h3', null, channel.channel), badge(channel.configured ? 'on' : 'off')), h('p', { class: 'hint' }, channel.detail))),
           ),
+      whatsappPanel(),
     ),
   );
 }
