@@ -4,7 +4,8 @@ import { createLogger, parseConfig } from '@roster/config';
 import { testInstallationKey } from '@roster/config/testing';
 import { pairingHint, type Person } from '@roster/core';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
-import { startGateway, type RunningGateway } from '@roster/gateway';
+import { checkChannels, startGateway, type RunningGateway } from '@roster/gateway';
+import { WhatsAppSessionStore } from '@roster/channel-whatsapp';
 import { createRuntime, type Runtime } from '@roster/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -146,5 +147,23 @@ describe('WhatsApp through the gateway', () => {
     // What it answered it marked read, in every chat it answered in.
     const read = new Set(fake.reads().map((key) => key.remoteJid));
     expect(read).toEqual(new Set([fake.dmChatId(stranger), adaChat, fake.dmChatId(bobPhone)]));
+  });
+
+  it('is reported by the doctor as linked, waiting for a scan, or logged out with the number to link again', async () => {
+    const store = new WhatsAppSessionStore(test.database, testInstallationKey, 'default');
+    const check = async () => (await checkChannels(config, { database: test.database })).find((entry) => entry.channel === 'whatsapp');
+    expect(await check()).toEqual({ channel: 'whatsapp', status: 'ok', detail: `linked as +${'4915550000000'}` });
+    // The phone removes the device while the gateway runs: recorded, and reported.
+    await gateway?.stop();
+    await start();
+    fake.logOut();
+    await until(async () => (await store.read())?.status === 'logged_out', 'the logout to be recorded');
+    expect(await check()).toEqual({ channel: 'whatsapp', status: 'fail', detail: 'logged out (was +4915550000000): the phone removed this device; re-link with roster channel add whatsapp' });
+    // A new pairing (roster channel add whatsapp) shows a code: the doctor says it waits; once it expired, that it did.
+    expect(await store.showQr('https://wa.me/settings/linked_devices#2@ref,a,b,c,1')).toBe(true);
+    expect(await check()).toEqual({ channel: 'whatsapp', status: 'fail', detail: 'waiting for a scan: scan the QR code on the Channels page, or run roster channel add whatsapp' });
+    await store.pairingEnded();
+    expect(await check()).toEqual({ channel: 'whatsapp', status: 'fail', detail: 'not linked: no phone scanned the QR code in time; run roster channel add whatsapp' });
+    expect((await checkChannels(parseConfig({}), { database: test.database })).find((entry) => entry.channel === 'whatsapp')).toMatchObject({ status: 'off' });
   });
 });
