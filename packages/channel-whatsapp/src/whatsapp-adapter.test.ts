@@ -5,7 +5,8 @@ import { testInstallationKey } from '@roster/config/testing';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
 import { createApprovalDesk, listLessons } from '@roster/jobs';
 import { createRuntime, type Runtime } from '@roster/runtime';
-import { proto, type WAMessage } from 'baileys';
+import { makeWASocket, proto, type WAMessage } from 'baileys';
+import { WebSocketServer } from 'ws';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fakeBot, linkThrough, startFakeWhatsApp, type FakeWhatsApp } from './fake-whatsapp.js';
 import { linkWhatsApp } from './link.js';
@@ -136,6 +137,31 @@ describe('the WhatsApp connection', () => {
     await linkThrough(fake, { database: test.database, key: testInstallationKey, account });
     await until(() => opened(), 'the adapter to connect with the new link');
     expect((await store.read())!.status).toBe('linked');
+  });
+
+  it('runs baileys’ own socket over the stored session: it opens the noise handshake with the far side, and when the server hangs up it is tried again', async () => {
+    const { fake, account, store } = fresh();
+    await linkThrough(fake, { database: test.database, key: testInstallationKey, account });
+    // The far side: a local WebSocket server that takes the client's hello and hangs up, as WhatsApp's does on a refused handshake.
+    const server = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+    await new Promise((resolve) => server.once('listening', resolve));
+    stops.push(() => new Promise((resolve) => server.close(resolve)));
+    const hellos: Buffer[] = [];
+    server.on('connection', (socket) => {
+      socket.once('message', (data: Buffer) => {
+        hellos.push(data);
+        socket.close();
+      });
+    });
+    const url = `ws://127.0.0.1:${(server.address() as { port: number }).port}/ws/chat`;
+    const adapter = fake.makeAdapter({ socketFactory: (config) => makeWASocket({ ...config, waWebSocketUrl: url, connectTimeoutMs: 5000 }) });
+    await started(adapter);
+    await until(() => hellos.length >= 3, 'three tries', 20_000);
+    // Each try began WhatsApp's noise handshake: its "WA" prologue, then a ClientHello.
+    for (const hello of hellos) expect(hello.subarray(0, 2).toString('latin1')).toBe('WA');
+    expect((await store.read())!.status).toBe('reconnecting');
+    // A linked session is never asked to pair again: no QR code was stored.
+    expect((await store.read())!.qr).toBeNull();
   });
 
   it('holds a send while the connection is down, and sends once it is back', async () => {
