@@ -58,7 +58,7 @@ export interface FakeWhatsApp extends FakePlatform {
   logOut(): void;
   /** The connection is lost (WhatsApp closes with 428). */
   drop(): void;
-  /** The next `count` connections fail before opening. */
+  /** The next `count` connections fail before opening (Infinity: until told 0). */
   failConnects(count: number): void;
   /** The messages marked read, in order. */
   reads(): WAMessageKey[];

@@ -58,7 +58,7 @@ describe('linking WhatsApp by QR code', () => {
 
     fake.scan();
     // WhatsApp pairs, asks for a restart, and the device connects with the new credentials.
-    await until(async () => (await store.read())?.status === 'linked' && fake.sockets.length === 2 && !fake.sockets[1]!.closed, 'the link');
+    await until(async () => fake.sockets.length === 2 && fake.sockets[1]!.user !== undefined && (await store.read())?.status === 'linked', 'the link');
     expect(await store.read()).toMatchObject({ status: 'linked', phone: `+${fakeBot.number}`, qr: null });
     expect(fake.sockets[1]!.user?.id).toBe(`${fakeBot.number}:12@s.whatsapp.net`);
     await adapter.stop();
@@ -107,7 +107,7 @@ describe('linking WhatsApp by QR code', () => {
 });
 
 describe('the WhatsApp connection', () => {
-  it('reconnects after a drop with a growing wait, and records a logout, after which it tries nothing until linked again', async () => {
+  it('reconnects after a drop, trying again while it fails, and records a logout, after which it tries nothing until linked again', async () => {
     const { fake, account, store } = fresh();
     await linkThrough(fake, { database: test.database, key: testInstallationKey, account });
     const adapter = fake.makeAdapter();
@@ -116,11 +116,14 @@ describe('the WhatsApp connection', () => {
     await until(opened, 'the connection');
     const before = fake.sockets.length;
 
-    // Lost, then two failed tries: each one is tried again, and the link comes back.
-    fake.failConnects(2);
+    // Lost, and the tries fail for a while: each failure is tried again, and the state says so.
+    fake.failConnects(Number.POSITIVE_INFINITY);
     fake.drop();
+    await until(() => fake.sockets.length >= before + 3, 'two failed tries', 15_000);
     await until(async () => (await store.read())?.status === 'reconnecting', 'the reconnecting state');
-    await until(() => fake.sockets.length === before + 3 && opened(), 'the connection to come back', 15_000);
+    // WhatsApp answers again: the next try opens the link.
+    fake.failConnects(0);
+    await until(() => opened(), 'the connection to come back', 15_000);
     await until(async () => (await store.read())?.status === 'linked', 'the linked state again');
 
     // The phone removes the device: recorded, the session deleted, and no more tries.
