@@ -16,6 +16,7 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   jobs: () => import('./jobs.js'),
   match: () => import('./match.js'),
   page: () => import('./page.js'),
+  whatsapp: () => import('./whatsapp.js'),
 };
 
 const documentPath = fileURLToPath(new URL('../../docs/benchmarks.md', import.meta.url));
