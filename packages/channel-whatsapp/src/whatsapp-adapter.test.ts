@@ -243,6 +243,14 @@ describe('WhatsApp messages', () => {
       expect.stringContaining('my desk is on floor 3'),
     ]);
 
+    // In a group, what is said to others is not marked read when the bot answers the message addressed to it.
+    const chatter = await fake.deliver({ chat: 'group', from: user, text: 'lunch at noon, everyone?' });
+    const mention = await fake.deliver({ chat: 'group', from: user, text: 'what do you know about my desk?', mentionBot: true });
+    await served.settled();
+    expect(fake.sent().filter((message) => message.chatId === fake.groupChatId)).toHaveLength(1);
+    expect(fake.reads().map((key) => key.id)).toContain(mention.messageId);
+    expect(fake.reads().map((key) => key.id)).not.toContain(chatter.messageId);
+
     // Under the allowlist a stranger is answered nothing, and their message is not marked read.
     const stranger = await fake.deliver({ chat: 'dm', from: fake.user(21), text: 'hello?' });
     await served.settled();

@@ -52,6 +52,9 @@ const maxRateLimitWaitMs = 60_000;
 const typingLapseMs = 8000;
 /** Inbound messages kept to quote in an answer. */
 const recentLimit = 500;
+/** Messages waiting to be marked read: the latest of each chat, in the chats written in last (a sender never answered does not grow it). */
+const unreadPerChat = 50;
+const unreadChats = 1000;
 
 const pressPattern = /^\s*(approve|reject)(?:\s+#?([0-9a-f]{4,32}|[0-9a-f-]{36}))?\s*[.!]?\s*$/i;
 
@@ -202,7 +205,14 @@ export function createWhatsAppAdapter(options: WhatsAppAdapterOptions): ChannelA
     remember(message);
     const { event, press } = taken;
     const chat = event.target.chatId;
-    unread.set(chat, [...(unread.get(chat) ?? []), message.key]);
+    // Only what is for the bot waits to be marked read: group chatter it does not answer stays as it is.
+    const forBot = event.inbound.conversation.kind === 'dm' || event.mentionsBot || event.replyToBot || event.inbound.text.startsWith('/');
+    if (forBot) {
+      const keys = [...(unread.get(chat) ?? []), message.key].slice(-unreadPerChat);
+      unread.delete(chat);
+      unread.set(chat, keys);
+      if (unread.size > unreadChats) unread.delete(unread.keys().next().value!);
+    }
     if (press === null) {
       start.onMessage(event);
       return;
