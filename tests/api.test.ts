@@ -104,6 +104,7 @@ describe('the OpenAPI document', () => {
         'POST /api/channels/{channel}/binding',
         'DELETE /api/channels/{channel}/binding',
         'GET /api/chat/history',
+        'GET /api/channels/whatsapp',
         'GET /api/audit',
         'POST /api/audit/verify',
       ].sort(),
@@ -122,7 +123,7 @@ describe('every route needs a session or a token', () => {
   it('answers 401 without one, on every route but login', async () => {
     const routes = await documentedRoutes();
     // Positive control: the list is the whole API, not an empty loop.
-    expect(routes.length).toBe(38);
+    expect(routes.length).toBe(39);
     expect(routes.filter((route) => route.access === 'public').map((route) => route.url)).toEqual(['/api/login']);
     for (const route of routes.filter((candidate) => candidate.access === 'signed-in')) {
       const response = await call(route.method, route.url, route.method === 'GET' ? {} : { body: {} });

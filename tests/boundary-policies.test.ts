@@ -160,6 +160,37 @@ const cases: TableCase[] = [
     read: `select name as tag from api_tokens`,
     seen: [],
   },
+  {
+    table: 'channel_credentials',
+    seed: (tx, r) => tx.query(`insert into channel_credentials (channel, account, name, sealed) values ('telegram', $1, 'bot_token', 'v1.sealed')`, [r.tag]).then(() => {}),
+    read: `select account as tag from channel_credentials`,
+    seen: [],
+  },
+  {
+    table: 'approval_pushes',
+    seed: (tx, r) =>
+      tx
+        .query(
+          `with approval as (insert into approvals (agent_id, text, proposed_by_kind, proposed_by) values ($1, 'Cite two sources.', 'agent', 'Scout') returning id)
+           insert into approval_pushes (approval_id, channel, external_id) select id, 'telegram', $2 from approval`,
+          [r.agent, r.tag],
+        )
+        .then(() => {}),
+    read: `select external_id as tag from approval_pushes`,
+    seen: [],
+  },
+  {
+    table: 'whatsapp_sessions',
+    seed: (tx, r) => tx.query(`insert into whatsapp_sessions (account, status) values ($1, 'logged_out')`, [r.tag]).then(() => {}),
+    read: `select account as tag from whatsapp_sessions`,
+    seen: [],
+  },
+  {
+    table: 'whatsapp_keys',
+    seed: (tx, r) => tx.query(`insert into whatsapp_keys (account, kind, id, value_sealed) values ($1, 'pre-key', '1', 'sealed')`, [r.tag]).then(() => {}),
+    read: `select account as tag from whatsapp_keys`,
+    seen: [],
+  },
 ];
 
 const rows: Record<Row, { agent: () => string; person: () => string; conversation: () => string }> = {

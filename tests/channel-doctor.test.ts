@@ -1,4 +1,8 @@
 import fs from 'node:fs';
+import path from 'node:path';
+import { WhatsAppSessionStore } from '@roster/channel-whatsapp';
+import { testInstallationKey, testSecretKey } from '@roster/config/testing';
+import { openEmbeddedDatabase } from '@roster/db';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeSlack } from '../packages/channel-slack/src/fake-slack.js';
 import { startFakeTelegram } from '../packages/channel-telegram/src/fake-telegram.js';
@@ -59,4 +63,32 @@ describe('roster doctor, channels', () => {
       expect(good.stdout + good.stderr + bad.stdout + bad.stderr).not.toContain(secret);
     }
   });
+});
+
+describe('WhatsApp in roster doctor and roster channel add', () => {
+  it('reports a link not made yet, then the number once linked; channel add leaves a linked account as it is', async () => {
+    const dir = dataDir();
+    const env = { ROSTER_DATA_DIR: dir, ROSTER_SECRET_KEY: testSecretKey, WHATSAPP_ENABLED: 'true' };
+    expect((await runRoster(['migrate'], env)).code).toBe(0);
+    const before = await runRoster(['doctor', '--json'], env);
+    expect(before.stdout).toContain('"name":"whatsapp","status":"fail","detail":"not linked yet: run roster channel add whatsapp and scan the QR code with the phone (WhatsApp → Linked devices)"');
+
+    // Linked, as the gateway stores it (the embedded database is one process's at a time: between two runs).
+    const database = await openEmbeddedDatabase(path.join(dir, 'pglite'));
+    try {
+      const { state, saveCreds } = await new WhatsAppSessionStore(database, testInstallationKey).authState();
+      Object.assign(state.creds, { me: { id: '4915550000000:12@s.whatsapp.net', name: 'Roster' } });
+      await saveCreds();
+    } finally {
+      await database.close();
+    }
+    // roster channel add whatsapp binds, says the account is linked already, and shows no code.
+    const add = await runRoster(['channel', 'add', 'whatsapp'], env);
+    expect(add.code, add.stderr).toBe(0);
+    expect(add.stdout).toBe(
+      'Bound whatsapp → the whole wallet; answers linked people only (strangers get the pairing hint).\nWhatsApp is linked already, as +4915550000000; to link another number, unlink this device on the phone first.\n',
+    );
+    const after = await runRoster(['doctor', '--json'], env);
+    expect(after.stdout).toContain('"name":"whatsapp","status":"ok","detail":"linked as +4915550000000"');
+  }, 180_000);
 });

@@ -1,5 +1,7 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { WhatsAppSessionStore } from '@roster/channel-whatsapp';
+import { testInstallationKey } from '@roster/config/testing';
 import { mirrorReport } from '@roster/jobs';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -198,7 +200,12 @@ describe('the web page in a browser', () => {
     expect(await page.locator('svg.chart title').textContent()).toContain('100%');
     await shot(page, 'mirror');
 
-    // People and channels; the audit, whose chain verifies.
+    // People; the channels (WhatsApp waiting for a scan, its code on the screen); the audit, whose chain verifies.
+    await new WhatsAppSessionStore(roster.database, testInstallationKey).showQr('https://wa.me/settings/linked_devices#2@ref,bm9pc2U=,aWQ=,YWR2,1');
+    await open(page, 'Channels', 'Channels');
+    await page.locator('.whatsapp-link img.qr').waitFor();
+    expect(await page.locator('.whatsapp-link').textContent()).toContain('waiting for a scan');
+    expect(await page.locator('.whatsapp-link img.qr').evaluate((image) => (image as HTMLImageElement).naturalWidth)).toBeGreaterThan(0);
     await open(page, 'People', 'People');
     await page.locator('li.card[data-person="Ada"]').waitFor();
     await page.getByRole('button', { name: 'Link code for Ada' }).click();

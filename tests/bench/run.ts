@@ -17,6 +17,7 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   match: () => import('./match.js'),
   turns: () => import('./turns.js'),
   page: () => import('./page.js'),
+  whatsapp: () => import('./whatsapp.js'),
 };
 
 const documentPath = fileURLToPath(new URL('../../docs/benchmarks.md', import.meta.url));

@@ -237,7 +237,7 @@ async function openFixture(kind: 'embedded' | 'server', facts: number, people: n
   // What autovacuum would do after a bulk load; PGlite runs no autovacuum.
   await raw.adminScope('bench: analyze after bulk load', (tx) => tx.query('analyze'));
 
-  const app = await createServer({ config, database, runtime, redisUrl, logger: createLogger(config) });
+  const app = await createServer({ config, database, runtime, redisUrl, logger: createLogger(config), key: testInstallationKey });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   const sessions: Fixture['sessions'] = [];

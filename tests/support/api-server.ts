@@ -48,6 +48,7 @@ export async function startApiServer(env: Record<string, string> = {}, queues?: 
     runtime,
     redisUrl,
     logger: createLogger(config),
+    key: testInstallationKey,
     channels: { credentials: createChannelCredentialStore(test.database, testInstallationKey) },
     ...(queues === undefined ? {} : { queues }),
   });

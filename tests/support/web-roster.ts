@@ -63,6 +63,7 @@ export async function startWebRoster(env: Record<string, string> = {}): Promise<
     runtime,
     redisUrl,
     logger: createLogger(config),
+    key: testInstallationKey,
     channels: { credentials: createChannelCredentialStore(test.database, testInstallationKey) },
   });
   const address = await app.listen({ host: '127.0.0.1', port: 0 });

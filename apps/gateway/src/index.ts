@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { serveChannel, type ChannelAdapter, type ChannelCredentialStore, type ServedChannel } from '@roster/channels';
 import { checkSlackToken, createSlackAdapter, slackEventsPath, type SlackAdapter } from '@roster/channel-slack';
 import { checkTelegramToken, createTelegramAdapter, telegramWebhookPath, type TelegramAdapter } from '@roster/channel-telegram';
+import { createWhatsAppAdapter, readWhatsAppLink, type WhatsAppSocketFactory } from '@roster/channel-whatsapp';
 import type { Config, InstallationKey, Logger } from '@roster/config';
 import type { Core } from '@roster/core';
 import type { Database } from '@roster/db';
@@ -97,7 +98,7 @@ function serverAddress(config: Pick<ChannelConfig, 'HOST' | 'PORT'>): string {
  * (Telegram's getMe, Slack's auth.test) and called ok only when the platform
  * takes it; a channel this version cannot serve says so.
  */
-export async function checkChannels(config: ChannelConfig, options: { timeoutMs?: number } = {}): Promise<ChannelCheck[]> {
+export async function checkChannels(config: ChannelConfig, options: { timeoutMs?: number; database?: Database } = {}): Promise<ChannelCheck[]> {
   return Promise.all(
     channelStatus(config).map(async ({ channel, configured, detail }): Promise<ChannelCheck> => {
       if (!configured) return { channel, status: detail.startsWith('not configured') ? 'off' : 'fail', detail };
@@ -113,11 +114,42 @@ export async function checkChannels(config: ChannelConfig, options: { timeoutMs?
           const mode = config.SLACK_APP_TOKEN !== undefined ? 'Socket Mode' : `events over HTTP at ${serverAddress(config)}${slackEventsPath}`;
           return { channel, status: check.ok ? 'ok' : 'fail', detail: check.ok ? `${check.detail}; ${mode}` : check.detail };
         }
+        case 'whatsapp':
+          return { channel, ...(await checkWhatsApp(options.database)) };
         default:
           return { channel, status: 'fail', detail: `configured, but this version of Roster has no ${channel} adapter, so nothing serves it` };
       }
     }),
   );
+}
+
+const relink = 'roster channel add whatsapp';
+
+/** WhatsApp's link as the gateway last recorded it. */
+async function checkWhatsApp(database: Database | undefined): Promise<Pick<ChannelCheck, 'status' | 'detail'>> {
+  if (database === undefined) return { status: 'fail', detail: 'its link is kept in the database, which could not be opened' };
+  let link: Awaited<ReturnType<typeof readWhatsAppLink>>;
+  try {
+    link = await readWhatsAppLink(database);
+  } catch (error) {
+    return { status: 'fail', detail: `its link could not be read: ${(error as Error).message}` };
+  }
+  if (link === null) return { status: 'fail', detail: `not linked yet: run ${relink} and scan the QR code with the phone (WhatsApp → Linked devices)` };
+  switch (link.status) {
+    case 'linked':
+      return { status: 'ok', detail: `linked as ${link.phone ?? 'an unknown number'}` };
+    case 'reconnecting':
+      return { status: 'ok', detail: `linked as ${link.phone ?? 'an unknown number'}; the connection dropped and is being tried again (since ${link.updatedAt.toISOString()})` };
+    case 'waiting_for_scan':
+      return {
+        status: 'fail',
+        detail: link.waitingQr
+          ? `waiting for a scan: scan the QR code on the Channels page, or run ${relink}`
+          : `not linked: no phone scanned the QR code in time; run ${relink}`,
+      };
+    case 'logged_out':
+      return { status: 'fail', detail: `logged out${link.phone === null ? '' : ` (was ${link.phone})`}: the phone removed this device; re-link with ${relink}` };
+  }
 }
 
 /** The platforms' webhooks (Slack's events, Telegram's updates) a gateway answers, for the server that receives them. */
@@ -140,8 +172,10 @@ export interface GatewayOptions {
   /** Memory's audit log: an approval decided on a channel is audited like one decided anywhere else. */
   audit: AuditLog;
   logger: Logger;
-  /** The installation key: Telegram's webhook secret is derived from it. */
+  /** The installation key: Telegram's webhook secret is derived from it, and WhatsApp's session is sealed with it. */
   key: InstallationKey;
+  /** Makes WhatsApp's socket (baileys' makeWASocket unless given: a test gives one whose far side is a fake). */
+  whatsappSocketFactory?: WhatsAppSocketFactory;
   /** Stored channel credentials: served where the environment sets none, and picked up when they change. */
   credentials?: ChannelCredentialStore;
   /** How often stored credentials are looked at for a change (default 5 s). */
@@ -188,7 +222,8 @@ function settingsOf(channel: ChannelName, config: ChannelConfig): string {
 }
 
 /** The adapter for a configured channel, or null when this version has none for it. */
-function adapterFor(channel: ChannelName, config: ChannelConfig, key: InstallationKey, logger: Logger): ChannelAdapter | null {
+function adapterFor(channel: ChannelName, config: ChannelConfig, options: GatewayOptions): ChannelAdapter | null {
+  const { key, logger } = options;
   switch (channel) {
     case 'telegram':
       return createTelegramAdapter({
@@ -204,6 +239,13 @@ function adapterFor(channel: ChannelName, config: ChannelConfig, key: Installati
         ...(config.SLACK_SIGNING_SECRET === undefined ? {} : { signingSecret: config.SLACK_SIGNING_SECRET }),
         ...(config.SLACK_API_URL === undefined ? {} : { apiUrl: config.SLACK_API_URL }),
         logger,
+      });
+    case 'whatsapp':
+      return createWhatsAppAdapter({
+        database: options.database,
+        key,
+        logger,
+        ...(options.whatsappSocketFactory === undefined ? {} : { socketFactory: options.whatsappSocketFactory }),
       });
     default:
       return null;
@@ -293,7 +335,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   }
 
   async function startChannel(channel: ChannelName, config: ChannelConfig): Promise<void> {
-    const adapter = adapterFor(channel, config, options.key, options.logger);
+    const adapter = adapterFor(channel, config, options);
     if (adapter === null) {
       log.warn({ channel }, 'channel is configured but this version of Roster has no adapter for it yet');
       return;

@@ -1,6 +1,6 @@
 import type { ChannelCredentialStore } from '@roster/channels';
 import type { ChannelWebhooks } from '@roster/gateway';
-import type { Config, Logger } from '@roster/config';
+import type { Config, InstallationKey, Logger } from '@roster/config';
 import type { Database } from '@roster/db';
 import type { Runtime } from '@roster/runtime';
 import type { ApiRoutes } from './api.js';
@@ -12,6 +12,8 @@ export interface RouteContext {
   runtime: Runtime;
   logger: Logger;
   routes: ApiRoutes;
+  /** Opens what is stored sealed. */
+  key: InstallationKey;
   /** Channel credentials and the gateway of this process, when there is one. */
   channels: ServerChannels | undefined;
 }

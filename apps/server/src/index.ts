@@ -2,7 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import fastifyStatic from '@fastify/static';
-import { isLoopbackAddress, type Config, type Logger } from '@roster/config';
+import { isLoopbackAddress, type Config, type InstallationKey, type Logger } from '@roster/config';
 import type { Database } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { redisStatus } from '@roster/redis';
@@ -17,11 +17,12 @@ import type { RouteContext, ServerChannels } from './context.js';
 import { ApiError, describeError } from './errors.js';
 import { agentRoutes } from './routes/agents.js';
 import { authRoutes } from './routes/auth.js';
+import { channelRoutes } from './routes/channels.js';
 import { chatRoutes } from './routes/chat.js';
 import { learningRoutes } from './routes/learning.js';
 import { memoryRoutes } from './routes/memory.js';
 import { peopleRoutes } from './routes/people.js';
-import { channelRoutes } from './routes/channels.js';
+import { whatsappRoutes } from './routes/whatsapp.js';
 import type { ChannelWebhooks } from '@roster/gateway';
 
 export type { ServerChannels } from './context.js';
@@ -45,6 +46,8 @@ export interface ServerOptions {
   runtime: Runtime;
   redisUrl: string;
   logger: Logger;
+  /** The installation key: it opens what is stored sealed (WhatsApp's pairing code, for the page). */
+  key: InstallationKey;
   /** The job queues Bull Board shows at /admin/queues. */
   queues?: readonly Queue[];
   /** Stored channel credentials, and the gateway of this process: its webhooks are served on this port. */
@@ -146,7 +149,7 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
   await servePage(app);
 
   const routes = new ApiRoutes(app);
-  const context: RouteContext = { config, database, runtime, logger, routes, channels: options.channels };
+  const context: RouteContext = { config, database, runtime, logger, routes, key: options.key, channels: options.channels };
   authRoutes(context);
   agentRoutes(context);
   chatRoutes(context);
@@ -154,6 +157,7 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
   learningRoutes(context);
   peopleRoutes(context);
   channelRoutes(context);
+  whatsappRoutes(context);
   if (options.channels?.webhooks !== undefined) await mountWebhooks(app, options.channels.webhooks);
   app.get('/api/openapi.json', { config: { access: 'person' } }, async () => routes.document({ title: 'Roster', version: '0.1.0' }));
 

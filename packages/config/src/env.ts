@@ -317,7 +317,7 @@ export const environment = {
       .default('false')
       .transform((value) => value === 'true' || value === '1'),
     example: 'true',
-    description: 'Serve WhatsApp (linked device; its session lives in the data folder).',
+    description: 'Serve WhatsApp as a linked device of a WhatsApp account (link it with roster channel add whatsapp; its session lives in the database, sealed with the installation key).',
   },
 } satisfies Record<string, VariableSpec<unknown>>;
 

@@ -123,6 +123,17 @@ export const forgetPlaces: Readonly<Record<string, ForgetReach>> = {
   'api_tokens.token_hash': noWords('the SHA-256 of a random API token'),
   'api_tokens.name': noWords('a label the person chose for their token'),
 
+  // WhatsApp's linked device: its state and its Signal keys, never a message (messages live in `messages`).
+  'whatsapp_sessions.account': noWords('a channel account id'),
+  'whatsapp_sessions.status': enumeration,
+  'whatsapp_sessions.phone': noWords('the number of the WhatsApp account Roster is linked to, not a person’s words'),
+  'whatsapp_sessions.qr_sealed': noWords('a pairing code WhatsApp issued, sealed with the installation key; cleared once linked'),
+  'whatsapp_sessions.creds_sealed': noWords('the device’s keys and identity, sealed with the installation key; deleted on logout'),
+  'whatsapp_keys.account': noWords('a channel account id'),
+  'whatsapp_keys.kind': noWords('the kind of Signal data (pre-key, session, sender-key…)'),
+  'whatsapp_keys.id': noWords('a key id: a number, or the handle or group a Signal session is with (who, not what was said)'),
+  'whatsapp_keys.value_sealed': noWords('Signal key material and sync state (keys, counters, hashes: no message text), sealed with the installation key; deleted on logout'),
+
   'roster_migrations.name': noWords('a migration file name'),
   'roster_migrations.checksum': noWords('a migration file checksum'),
 };

@@ -1,4 +1,5 @@
 import { createChannelCredentialStore, credentialSpecs, type CredentialChannel } from '@roster/channels';
+import { linkWhatsApp, qrText } from '@roster/channel-whatsapp';
 import type { Channel, ChannelBinding } from '@roster/core';
 import { UsageError } from '@roster/errors';
 import { channelStatus, withStoredCredentials } from '@roster/gateway';
@@ -46,7 +47,7 @@ async function secretValue(value: string, option: string): Promise<string> {
 
 /** roster channel add CHANNEL [--token T | --bot-token T --signing-secret S | --app-token A] [--account A] [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE …] */
 export async function runChannelAdd(args: string[], io: CommandIo): Promise<number> {
-  const usage = 'roster channel add telegram|discord --token T | slack --bot-token T (--signing-secret S | --app-token A) [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE]…';
+  const usage = 'roster channel add telegram|discord --token T | slack --bot-token T (--signing-secret S | --app-token A) | whatsapp [--bind-only] [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE]…';
   const { values, positionals } = parseCommand(
     args,
     {
@@ -59,6 +60,7 @@ export async function runChannelAdd(args: string[], io: CommandIo): Promise<numb
       'bot-token': { type: 'string' },
       'signing-secret': { type: 'string' },
       'app-token': { type: 'string' },
+      'bind-only': { type: 'boolean' },
     },
     true,
   );
@@ -85,7 +87,7 @@ export async function runChannelAdd(args: string[], io: CommandIo): Promise<numb
   if (Object.keys(secrets).length > 0 && account !== 'default') {
     throw new UsageError('Roster serves one bot per channel, the default account: give tokens without --account.');
   }
-  const { database, roster, key } = await openRoster(io);
+  const { database, roster, key, logger } = await openRoster(io);
   try {
     const credentials = createChannelCredentialStore(database, key);
     if (Object.keys(secrets).length > 0) {
@@ -109,9 +111,28 @@ export async function runChannelAdd(args: string[], io: CommandIo): Promise<numb
       ...(typeof values.agent === 'string' ? { agent: values.agent } : {}),
     });
     io.out(values.json === true ? JSON.stringify(binding) : `Bound ${describe(binding)}.`);
+    if (channel === 'whatsapp' && values['bind-only'] !== true) {
+      // WhatsApp has no token: Roster becomes a linked device of the account whose phone scans the code.
+      const stop = new AbortController();
+      void io.stopSignal.then(() => stop.abort());
+      let shown = 0;
+      const link = await linkWhatsApp({
+        database,
+        key,
+        logger,
+        account: binding.account,
+        signal: stop.signal,
+        async onQr(qr) {
+          if (shown++ === 0) io.err('On the phone: WhatsApp → Settings → Linked devices → Link a device, then scan this code (a new one comes every 20 seconds):');
+          else io.err('A new code (the last one expired):');
+          io.err(await qrText(qr));
+        },
+      });
+      io.out(link.already ? `WhatsApp is linked already, as ${link.phone}; to link another number, unlink this device on the phone first.` : `Linked WhatsApp as ${link.phone}.`);
+    }
     const { config } = loadConfig(io);
     const status = channelStatus(withStoredCredentials(config, await credentials.open())).find((entry) => entry.channel === channel);
-    if (status !== undefined && !status.configured) io.err(`${channel} ${status.detail.startsWith('not') ? 'is ' : ''}${status.detail}: the gateway serves it once its token is set.`);
+    if (status !== undefined && !status.configured) io.err(`${channel} ${status.detail.startsWith('not') ? 'is ' : ''}${status.detail}: the gateway serves it once ${channel === 'whatsapp' ? 'it is enabled' : 'its token is set'}.`);
     return exitCode.ok;
   } finally {
     await database.close();

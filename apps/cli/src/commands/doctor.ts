@@ -39,18 +39,30 @@ export async function runDoctor(args: string[], io: CommandIo): Promise<number> 
     checks.push({ name: 'key', status: 'fail', detail: (error as Error).message });
   }
   let stored: OpenedCredentials = {};
-  if (database !== undefined) {
-    try {
+  try {
+    if (database !== undefined) {
       checks.push(...(await databaseChecks(database)));
       if (key !== undefined) {
         const keyed = await keyCheck(database, key);
         checks.push(keyed);
         if (keyed.status === 'ok') stored = await storedCredentials(database, key, checks);
       }
-    } finally {
-      await database.close();
     }
+    await otherChecks(config, database, stored, checks);
+  } finally {
+    await database?.close();
   }
+
+  if (values.json === true) io.out(JSON.stringify({ ok: checks.every((c) => c.status !== 'fail'), checks }));
+  else {
+    const width = Math.max(...checks.map((check) => check.name.length));
+    for (const check of checks) io.out(`${check.name.padEnd(width)}  ${check.status.padEnd(4)}  ${check.detail}`);
+  }
+  return checks.some((check) => check.status === 'fail') ? exitCode.failure : exitCode.ok;
+}
+
+/** Redis, the models and the channels (WhatsApp's link is read from the database while it is open). */
+async function otherChecks(config: Config, database: Database | undefined, stored: OpenedCredentials, checks: Check[]): Promise<void> {
   const redis = await redisStatus(config.REDIS_URL);
   checks.push(
     redis === 'ok'
@@ -61,14 +73,7 @@ export async function runDoctor(args: string[], io: CommandIo): Promise<number> 
   checks.push(await judgeCheck(config));
   checks.push(await modelCheck('embedder', config.ROSTER_EMBEDDER, config));
   // A configured token is tried against its platform: ok only when the platform takes it.
-  for (const channel of await checkChannels(withStoredCredentials(config, stored))) checks.push({ name: channel.channel, status: channel.status, detail: channel.detail });
-
-  if (values.json === true) io.out(JSON.stringify({ ok: checks.every((c) => c.status !== 'fail'), checks }));
-  else {
-    const width = Math.max(...checks.map((check) => check.name.length));
-    for (const check of checks) io.out(`${check.name.padEnd(width)}  ${check.status.padEnd(4)}  ${check.detail}`);
-  }
-  return checks.some((check) => check.status === 'fail') ? exitCode.failure : exitCode.ok;
+  for (const channel of await checkChannels(withStoredCredentials(config, stored), database === undefined ? {} : { database })) checks.push({ name: channel.channel, status: channel.status, detail: channel.detail });
 }
 
 /**

@@ -62,6 +62,7 @@ export async function runServices(args: string[], io: CommandIo, services: reado
         runtime,
         redisUrl: redis.url,
         logger,
+        key,
         channels: { credentials, ...(gateway === undefined ? {} : { webhooks: gateway.webhooks, changed: gateway.reload }) },
         ...(queues === undefined ? {} : { queues: Object.values(queues.queues) }),
       });

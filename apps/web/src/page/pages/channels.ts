@@ -1,6 +1,7 @@
 import { api, segment, type ChannelStatus } from '../api.ts';
 import { field, h, replace, select, time } from '../dom.ts';
 import { action, badge, confirmStep, empty, form, listAgents, loading, outcome, text, type PageContext } from '../ui.ts';
+import { whatsappPanel } from './whatsapp.ts';
 
 const sourceText: Record<string, string> = {
   environment: 'set in the environment (it wins over a stored one)',
@@ -115,6 +116,7 @@ function channelCard(context: PageContext, channel: ChannelStatus, agents: strin
     h('div', { class: 'card-head' }, h('h3', null, channel.channel), badge(channel.configured ? 'on' : 'off')),
     h('p', { class: 'hint' }, channel.detail),
     credentialsForm(context, channel),
+    channel.channel === 'whatsapp' ? whatsappPanel() : null,
     bindingForm(context, channel, agents),
   );
 }

@@ -1,0 +1,5 @@
+export { createWhatsAppAdapter, approvalCode, toChannelError, whatsappTextLimit, type WhatsAppAdapterOptions } from './whatsapp-adapter.js';
+export { makeBaileysSocket, type WhatsAppSocket, type WhatsAppSocketFactory } from './connection.js';
+export { linkWhatsApp, type LinkWhatsAppOptions } from './link.js';
+export { phoneOf, readWhatsAppLink, WhatsAppSessionStore, type WhatsAppLink, type WhatsAppLinkStatus } from './session-store.js';
+export { qrSvg, qrText } from './qr.js';

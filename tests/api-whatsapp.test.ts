@@ -1,0 +1,62 @@
+import { WhatsAppSessionStore } from '@roster/channel-whatsapp';
+import { testInstallationKey } from '@roster/config/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApiServer, type ApiServer, type Browser } from './support/api-server.js';
+
+/** GET /api/channels/whatsapp through the real server, over the session as the gateway stores it. */
+let server: ApiServer;
+let owner: Browser;
+let member: Browser;
+let store: WhatsAppSessionStore;
+const qr = 'https://wa.me/settings/linked_devices#2@pairing-reference,bm9pc2U=,aWRlbnRpdHk=,YWR2LXNlY3JldA==,1';
+
+beforeAll(async () => {
+  server = await startApiServer({ WHATSAPP_ENABLED: 'true' });
+  const { directory } = server.runtime.core;
+  owner = await server.signIn(await directory.addPerson({ name: 'Ada', role: 'owner' }));
+  member = await server.signIn(await directory.addPerson({ name: 'Bob', role: 'member' }));
+  store = new WhatsAppSessionStore(server.test.database, testInstallationKey);
+});
+afterAll(async () => {
+  await server?.close();
+});
+
+const link = async (as: Browser = owner) => server.request('GET', '/api/channels/whatsapp', { as });
+
+describe('WhatsApp’s link on the API', () => {
+  it('walks the owner through the link: not linked, a QR code to scan, linked as the number, logged out', async () => {
+    const none = await link();
+    expect(none.statusCode, none.body).toBe(200);
+    expect(none.json()).toMatchObject({ enabled: true, account: 'default', status: 'not_linked', phone: null, qrSvg: null, updatedAt: null });
+    expect(none.json().detail).toContain('roster channel add whatsapp');
+
+    expect(await store.showQr(qr)).toBe(true);
+    const waiting = await link();
+    expect(waiting.json()).toMatchObject({ status: 'waiting_for_scan', phone: null });
+    const svg = waiting.json().qrSvg as string;
+    expect(svg).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"[^>]*viewBox="0 0 \d+ \d+"/);
+    expect(svg).toContain('<path');
+    // The page gets the picture; the code's text (its pairing secret) is not handed out as text.
+    expect(waiting.body).not.toContain('YWR2LXNlY3JldA');
+
+    const { state, saveCreds } = await store.authState();
+    Object.assign(state.creds, { me: { id: '4915550000000:12@s.whatsapp.net', name: 'Roster' } });
+    await saveCreds();
+    expect((await link()).json()).toMatchObject({ status: 'linked', phone: '+4915550000000', qrSvg: null, detail: 'Linked as +4915550000000.' });
+
+    await store.setConnection('reconnecting');
+    expect((await link()).json()).toMatchObject({ status: 'reconnecting', phone: '+4915550000000' });
+
+    await store.loggedOut();
+    const out = (await link()).json();
+    expect(out).toMatchObject({ status: 'logged_out', phone: '+4915550000000', qrSvg: null });
+    expect(out.detail).toContain('roster channel add whatsapp');
+  });
+
+  it('is the owner’s alone', async () => {
+    const asMember = await link(member);
+    expect(asMember.statusCode).toBe(403);
+    expect(asMember.json().error.code).toBe('owner_required');
+    expect((await server.request('GET', '/api/channels/whatsapp')).statusCode).toBe(401);
+  });
+});
