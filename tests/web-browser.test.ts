@@ -391,7 +391,7 @@ describe('the web page in a browser', () => {
     await expect.poll(() => new URL(page.url()).search).toBe('?team=true');
     await page.getByLabel('Message', { exact: true }).fill('hello, everyone');
     await page.getByLabel('Message', { exact: true }).press('Enter');
-    await expect.poll(() => page.locator('li.turn.theirs details.used').count(), { timeout: 30_000 }).toBe(active.length);
+    await expect.poll(() => page.locator('li.turn.theirs details.used').count(), { timeout: 90_000 }).toBe(active.length);
     expect((await page.locator('li.turn.theirs').evaluateAll((items) => items.map((item) => item.getAttribute('data-agent')))).sort()).toEqual(active);
     await shot(page, 'chat-team');
 
