@@ -7,6 +7,7 @@ export default defineConfig({
     // PGlite boots a Postgres in WebAssembly per test database: give it room on two cores.
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    globalSetup: ['tests/support/global-setup.ts'],
     pool: 'forks',
     maxWorkers: 2,
   },

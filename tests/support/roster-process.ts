@@ -4,6 +4,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { clusterTemplateDir } from '@roster/db/testing';
 
 /** The `roster` command as a user runs it: the bin file of apps/cli. */
 export const rosterBin = fileURLToPath(new URL('../../apps/cli/bin/roster.js', import.meta.url));
@@ -21,9 +22,17 @@ export function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, LOG_LEVEL: 'warn', ...extra };
 }
 
-/** A data folder of its own for one test. */
-export function tempDataDir(): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), 'roster-data-'));
+/**
+ * A data folder of its own for one test. Its embedded database starts as a
+ * copy of a cluster that Roster's own first start made once for the run
+ * (`makeClusterTemplate`, not migrated): initdb is most of a first start's
+ * cost. `fresh` leaves the folder empty, as on a new machine.
+ */
+export function tempDataDir(options: { fresh?: boolean } = {}): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'roster-data-'));
+  const template = clusterTemplateDir();
+  if (options.fresh !== true && fs.existsSync(template)) fs.cpSync(template, path.join(dir, 'pglite'), { recursive: true, preserveTimestamps: true });
+  return dir;
 }
 
 /** Run one roster command to its end; `input` is written to its standard input. */

@@ -1,19 +1,10 @@
 import { ConfigError, RosterError, UsageError } from '@roster/errors';
-import { runAgentAdd, runAgentArchive, runAgentList, runAgentPurge, runAgentRename, runAgentRestore, runPersonAdd, runPersonLinkCode, runPersonList } from './commands/agents.js';
-import { runAuditHead, runAuditVerify } from './commands/audit.js';
-import { runChannelAdd, runChannelList, runChannelRemove } from './commands/channels.js';
-import { runChat } from './commands/chat.js';
-import { runApprovals, runJobsRun, runLessons, runMirrorReport } from './commands/jobs.js';
-import { runMemoryForget, runMemoryHistory, runMemoryList } from './commands/memory.js';
-import { runDbServe } from './commands/db-serve.js';
-import { runDoctor } from './commands/doctor.js';
-import { runLoginLink } from './commands/login-link.js';
-import { runMigrate } from './commands/migrate.js';
-import { runServices } from './commands/services.js';
 import { describeFailure, stackOf, wantsStacks } from './failure.js';
 import { commandHelp, groupHelp, overview, type Command } from './help.js';
 import { exitCode, type CommandIo } from './io.js';
 import { version } from './version.js';
+
+// Each command's module is imported when it runs: `--help` and the light commands skip the heavy ones (channels, engines, queues).
 
 const commands: Command[] = [
   {
@@ -24,35 +15,35 @@ const commands: Command[] = [
       'Migrates first. Uses the embedded database unless DATABASE_URL is set, and REDIS_URL,',
       'or a private redis-server in the data folder when that is not reachable.',
     ],
-    run: (args, io) => runServices(args, io, ['server', 'worker', 'gateway'], true),
+    run: async (args, io) => (await import('./commands/services.js')).runServices(args, io, ['server', 'worker', 'gateway'], true),
   },
   {
     path: ['server'],
     usage: 'roster server',
     summary: 'Run the HTTP server alone (API, web page, health).',
     details: ['For production, beside `roster worker` and `roster gateway`; needs a reachable REDIS_URL.'],
-    run: (args, io) => runServices(args, io, ['server'], false),
+    run: async (args, io) => (await import('./commands/services.js')).runServices(args, io, ['server'], false),
   },
   {
     path: ['worker'],
     usage: 'roster worker',
     summary: 'Run the job worker alone.',
     details: ['May run more than once; needs a reachable REDIS_URL.'],
-    run: (args, io) => runServices(args, io, ['worker'], false),
+    run: async (args, io) => (await import('./commands/services.js')).runServices(args, io, ['worker'], false),
   },
   {
     path: ['gateway'],
     usage: 'roster gateway',
     summary: 'Run the channel gateway alone.',
     details: ['Serves the channels whose tokens are configured; needs a reachable REDIS_URL.'],
-    run: (args, io) => runServices(args, io, ['gateway'], false),
+    run: async (args, io) => (await import('./commands/services.js')).runServices(args, io, ['gateway'], false),
   },
   {
     path: ['migrate'],
     usage: 'roster migrate [--json]',
     summary: 'Bring the database to the latest migration.',
     details: ['Idempotent: a second run reports nothing to do. Safe to run from several processes at once.'],
-    run: runMigrate,
+    run: async (args, io) => (await import('./commands/migrate.js')).runMigrate(args, io),
   },
   {
     path: ['db', 'serve'],
@@ -64,7 +55,7 @@ const commands: Command[] = [
       'One connection at a time: the embedded database is a single session.',
       'Other roster commands on the same data folder keep working while it serves.',
     ],
-    run: runDbServe,
+    run: async (args, io) => (await import('./commands/db-serve.js')).runDbServe(args, io),
   },
   {
     path: ['login-link'],
@@ -74,70 +65,70 @@ const commands: Command[] = [
       '--as PERSON   whom it signs in. Without it: the first owner (made on a fresh install).',
       'The token is after the #, so it reaches no server log. Anyone with the link is that person.',
     ],
-    run: runLoginLink,
+    run: async (args, io) => (await import('./commands/login-link.js')).runLoginLink(args, io),
   },
   {
     path: ['agent', 'add'],
     usage: 'roster agent add --name N --job "…" [--engine E] [--instructions "…"]',
     summary: 'Add an agent: a name, a job sentence, an engine (ROSTER_ENGINE by default).',
     details: ['Engines: offline, openai:<model>, anthropic:<model>, openai-compatible:<base-url>#<model>.'],
-    run: runAgentAdd,
+    run: async (args, io) => (await import('./commands/agents.js')).runAgentAdd(args, io),
   },
   {
     path: ['agent', 'list'],
     usage: 'roster agent list [--json] [--all]',
     summary: 'List the agents (--all includes archived ones).',
     details: [],
-    run: runAgentList,
+    run: async (args, io) => (await import('./commands/agents.js')).runAgentList(args, io),
   },
   {
     path: ['agent', 'archive'],
     usage: 'roster agent archive NAME',
     summary: 'Archive an agent; its memory is kept.',
     details: ['roster agent restore NAME makes it active again; roster agent purge NAME forgets its memory.'],
-    run: runAgentArchive,
+    run: async (args, io) => (await import('./commands/agents.js')).runAgentArchive(args, io),
   },
   {
     path: ['agent', 'restore'],
     usage: 'roster agent restore NAME',
     summary: 'Make an archived agent active again, with the memory it kept.',
     details: [],
-    run: runAgentRestore,
+    run: async (args, io) => (await import('./commands/agents.js')).runAgentRestore(args, io),
   },
   {
     path: ['agent', 'rename'],
     usage: 'roster agent rename OLD NEW',
     summary: 'Give an agent a new name; its memory, lessons and conversations stay with it.',
     details: ['Names are unique whatever their case: a name another agent has is refused.'],
-    run: runAgentRename,
+    run: async (args, io) => (await import('./commands/agents.js')).runAgentRename(args, io),
   },
   {
     path: ['agent', 'purge'],
     usage: 'roster agent purge NAME --confirm NAME',
     summary: "Forget all of an archived agent's memory, for good (audited, tombstones kept).",
     details: ['--confirm takes the agent’s exact name again.'],
-    run: runAgentPurge,
+    run: async (args, io) => (await import('./commands/agents.js')).runAgentPurge(args, io),
   },
   {
     path: ['person', 'add'],
     usage: 'roster person add NAME [--role owner|member|guest]',
     summary: 'Add a person agents can remember things about.',
     details: [],
-    run: runPersonAdd,
+    run: async (args, io) => (await import('./commands/agents.js')).runPersonAdd(args, io),
   },
   {
     path: ['person', 'list'],
     usage: 'roster person list [--json]',
     summary: 'List the people, with their roles; the first owner is who roster chat speaks as by default.',
     details: [],
-    run: runPersonList,
+    run: async (args, io) => (await import('./commands/agents.js')).runPersonList(args, io),
   },
   {
     path: ['person', 'link-code'],
     usage: 'roster person link-code NAME',
     summary: 'A single-use code (one hour) that ties a channel handle to the person.',
     details: ['The person sends /link CODE on Telegram or WhatsApp, /roster link CODE on Slack.'],
-    run: runPersonLinkCode,
+    run: async (args, io) => (await import('./commands/agents.js')).runPersonLinkCode(args, io),
   },
   {
     path: ['channel', 'add'],
@@ -154,21 +145,21 @@ const commands: Command[] = [
       'roster doctor checks each token against its platform.',
       'whatsapp: prints a QR code to scan with the phone (WhatsApp → Linked devices) and waits until linked; --bind-only skips that.',
     ],
-    run: runChannelAdd,
+    run: async (args, io) => (await import('./commands/channels.js')).runChannelAdd(args, io),
   },
   {
     path: ['channel', 'list'],
     usage: 'roster channel list [--json]',
     summary: 'The channels: configured or not, and their bindings.',
     details: [],
-    run: runChannelList,
+    run: async (args, io) => (await import('./commands/channels.js')).runChannelList(args, io),
   },
   {
     path: ['channel', 'remove'],
     usage: 'roster channel remove telegram|slack|discord|whatsapp [--account A]',
     summary: 'Remove a channel’s binding and its stored token: a running gateway stops serving it (a token in the environment stays in force).',
     details: [],
-    run: runChannelRemove,
+    run: async (args, io) => (await import('./commands/channels.js')).runChannelRemove(args, io),
   },
   {
     path: ['chat'],
@@ -182,7 +173,7 @@ const commands: Command[] = [
       '--json        print { "replies": [{ "agent", "text", "toolCalls" }] }',
       'A message is at most 4,000 characters.',
     ],
-    run: (args, io) => runChat(args, io),
+    run: async (args, io) => (await import('./commands/chat.js')).runChat(args, io),
   },
   {
     path: ['memory', 'list'],
@@ -195,21 +186,21 @@ const commands: Command[] = [
       '--json             with --person: a list of facts;',
       '                   without: { agent, agentWide, people: [{ person, facts }] }',
     ],
-    run: runMemoryList,
+    run: async (args, io) => (await import('./commands/memory.js')).runMemoryList(args, io),
   },
   {
     path: ['memory', 'forget'],
     usage: 'roster memory forget --agent N --fact ID',
     summary: 'Forget a fact for good: its words are erased everywhere; a tombstone keeps it from coming back.',
     details: [],
-    run: runMemoryForget,
+    run: async (args, io) => (await import('./commands/memory.js')).runMemoryForget(args, io),
   },
   {
     path: ['memory', 'history'],
     usage: 'roster memory history --agent N --fact ID [--json]',
     summary: 'The versions of a fact: what it replaced and what replaced it.',
     details: [],
-    run: runMemoryHistory,
+    run: async (args, io) => (await import('./commands/memory.js')).runMemoryHistory(args, io),
   },
   {
     path: ['jobs', 'run'],
@@ -220,28 +211,28 @@ const commands: Command[] = [
       '--timeout  seconds to wait (default 600)',
       'erase      take forgotten words off the disk, in every table that holds people\'s words',
     ],
-    run: runJobsRun,
+    run: async (args, io) => (await import('./commands/jobs.js')).runJobsRun(args, io),
   },
   {
     path: ['mirror', 'report'],
     usage: 'roster mirror report --agent N [--json]',
     summary: '"N of M corrections no longer repeated", with each case’s streak and history.',
     details: [],
-    run: runMirrorReport,
+    run: async (args, io) => (await import('./commands/jobs.js')).runMirrorReport(args, io),
   },
   {
     path: ['approvals'],
     usage: 'roster approvals [list [--agent N] [--all]] | approve ID --as PERSON | reject ID --as PERSON',
     summary: 'Lessons waiting for a person: see their whole text, approve or reject them.',
     details: ['Only a person decides; no job or schedule can.'],
-    run: runApprovals,
+    run: async (args, io) => (await import('./commands/jobs.js')).runApprovals(args, io),
   },
   {
     path: ['lessons'],
     usage: 'roster lessons [list] --agent N | retire ID --as PERSON --reason "…"',
     summary: 'An agent’s lessons; retire one (its text cannot come back).',
     details: [],
-    run: runLessons,
+    run: async (args, io) => (await import('./commands/jobs.js')).runLessons(args, io),
   },
   {
     path: ['audit', 'head'],
@@ -252,7 +243,7 @@ const commands: Command[] = [
       'A head is the last event of a chain and its hash, keyed with the installation key.',
       'Keep heads off this machine: roster audit verify --expect shows a chain cut short since.',
     ],
-    run: runAuditHead,
+    run: async (args, io) => (await import('./commands/audit.js')).runAuditHead(args, io),
   },
   {
     path: ['audit', 'verify'],
@@ -264,14 +255,14 @@ const commands: Command[] = [
       'Without --expect, a chain whose last events were removed still verifies: it is whole.',
       'Exits 1 when a chain is broken or does not reach the expected head.',
     ],
-    run: runAuditVerify,
+    run: async (args, io) => (await import('./commands/audit.js')).runAuditVerify(args, io),
   },
   {
     path: ['doctor'],
     usage: 'roster doctor [--json]',
     summary: 'Check the database, pgvector, migrations, Redis, engines and channels.',
     details: ['One line each: ok, fail (with what to do), or off (not configured). Exits 1 when anything fails.'],
-    run: runDoctor,
+    run: async (args, io) => (await import('./commands/doctor.js')).runDoctor(args, io),
   },
 ];
 

@@ -230,12 +230,17 @@ export async function serveChannel(options: ServeChannelOptions): Promise<Served
         return;
       }
     }
+    let words = inbound.text;
     if (inbound.text.trim() === '' && files.length === 0) {
-      // Only media that was not handed over: the core would have nothing to read. Say so to a person it knows; a stranger is told nothing.
+      // Only media that was not handed over: the agents would have nothing to read. A person it knows is told so;
+      // anyone else meets the binding's policy in the core (the pairing hint, or nothing), with the media named in words.
       if (unread.length === 0) return;
       const person = await core.directory.personByIdentity(adapter.channel, sender);
-      if (person !== null) await send(event.target, cannotRead(describeMedia(unread)));
-      return;
+      if (person !== null) {
+        await send(event.target, cannotRead(describeMedia(unread)));
+        return;
+      }
+      words = `[${describeMedia(unread)}]`;
     }
     const stopTyping = known.has(sender) ? typing(event.target) : () => undefined;
     let result: TurnResult;
@@ -243,7 +248,7 @@ export async function serveChannel(options: ServeChannelOptions): Promise<Served
     const stream = streamer(event.target);
     const streaming = inbound.conversation.kind === 'dm' && options.streaming !== false;
     try {
-      result = await core.handle(files.length === 0 ? inbound : { ...inbound, files }, {
+      result = await core.handle(files.length === 0 ? { ...inbound, text: words } : { ...inbound, files }, {
         commandPrefix: adapter.capabilities.commandPrefix,
         signal: stopping.signal,
         ...(streaming ? { onPart: (agent: string, part: { type: string; text?: string }) => stream.onPart(agent, part) } : {}),

@@ -45,7 +45,7 @@ export function embeddedDataDir(dataDir: string): string {
  * meanwhile), so that a copy of the folder made with its modes exposes
  * nothing either.
  */
-export async function openPglite(dataDir: string): Promise<{ pglite: PGlite; release: () => Promise<void> }> {
+export async function openPglite(dataDir: string, options: { image?: Blob } = {}): Promise<{ pglite: PGlite; release: () => Promise<void> }> {
   let unlock = async () => {};
   if (!dataDir.startsWith('memory://')) {
     makePrivateFolder(dataDir);
@@ -55,7 +55,7 @@ export async function openPglite(dataDir: string): Promise<{ pglite: PGlite; rel
     if (!dataDir.startsWith('memory://')) tightenFolder(dataDir);
   };
   try {
-    const pglite = await PGlite.create(dataDir, { extensions: { vector } });
+    const pglite = await PGlite.create(dataDir, { extensions: { vector }, ...(options.image === undefined ? {} : { loadDataDir: options.image }) });
     await pglite.exec(embeddedBootstrap);
     tighten();
     return {

@@ -1,8 +1,13 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
-import type { Database } from './database.js';
-import { migrate } from './migrate.js';
-import { openEmbeddedDatabase, openServerDatabase } from './open.js';
+import { createPoolDatabase, type Database } from './database.js';
+import { loadMigrations, migrate } from './migrate.js';
+import { openPglite, openServerDatabase } from './open.js';
+import { pglitePool } from './pglite-connection.js';
 
 export interface TestDatabase {
   database: Database;
@@ -22,7 +27,7 @@ export async function openTestDatabase(options: { migrate?: boolean; serverUrl?:
   let database: Database;
   let dropDatabase = async () => {};
   if (serverUrl === undefined || serverUrl === '') {
-    database = await openEmbeddedDatabase('memory://');
+    database = await openImage(await embeddedImage(options.migrate !== false));
   } else {
     const name = `roster_test_${randomUUID().replaceAll('-', '')}`;
     const admin = new pg.Client({ connectionString: serverUrl });
@@ -54,4 +59,87 @@ export async function openTestDatabase(options: { migrate?: boolean; serverUrl?:
       await dropDatabase();
     },
   };
+}
+
+/** An in-memory embedded database started from an image of a data folder. */
+async function openImage(image: Blob | undefined): Promise<Database> {
+  const { pglite, release } = await openPglite('memory://', image === undefined ? {} : { image });
+  return createPoolDatabase({ kind: 'embedded', location: 'memory://', pool: pglitePool(pglite), onClose: release });
+}
+
+const images = new Map<boolean, Promise<Blob>>();
+
+/**
+ * The image every in-memory test database starts from: a cluster made by
+ * the same bootstrap as any embedded database, migrated or not. Booting
+ * Postgres in WebAssembly (its initdb) is most of what a new database costs,
+ * so the image is made once and kept in the temp folder under a name that
+ * changes with the migrations and the PGlite build.
+ */
+function embeddedImage(migrated: boolean): Promise<Blob> {
+  let image = images.get(migrated);
+  if (image === undefined) {
+    image = makeImage(migrated);
+    images.set(migrated, image);
+  }
+  return image;
+}
+
+/** A name that changes with the PGlite build. */
+function engineHash(): ReturnType<typeof createHash> {
+  const engine = createRequire(import.meta.url).resolve('@electric-sql/pglite');
+  const stat = fs.statSync(engine);
+  return createHash('sha256').update(`${engine}:${stat.size}:${stat.mtimeMs}`);
+}
+
+/**
+ * Where the embedded cluster that test data folders start from is kept: a
+ * folder made once by the same bootstrap as a first start (`makeClusterTemplate`),
+ * not migrated. A copy of it in `<data folder>/pglite` spares each test its initdb.
+ */
+export function clusterTemplateDir(): string {
+  return path.join(os.tmpdir(), `roster-test-cluster-${engineHash().digest('hex').slice(0, 20)}`);
+}
+
+/** Make the cluster template if it is not there yet; its path. */
+export async function makeClusterTemplate(): Promise<string> {
+  const target = clusterTemplateDir();
+  if (fs.existsSync(target)) return target;
+  const building = `${target}.${process.pid}`;
+  fs.rmSync(building, { recursive: true, force: true });
+  const { release } = await openPglite(building);
+  await release();
+  fs.rmSync(path.join(building, 'roster.lock'), { force: true });
+  try {
+    fs.renameSync(building, target);
+  } catch {
+    // Made meanwhile by another run.
+    fs.rmSync(building, { recursive: true, force: true });
+  }
+  return target;
+}
+
+async function makeImage(migrated: boolean): Promise<Blob> {
+  const hash = engineHash().update(`:${migrated}`);
+  if (migrated) for (const migration of loadMigrations()) hash.update(`${migration.name}:${migration.checksum}`);
+  const file = path.join(os.tmpdir(), `roster-test-database-${hash.digest('hex').slice(0, 20)}.tar`);
+  try {
+    return new Blob([fs.readFileSync(file)]);
+  } catch {
+    // Not made yet: make it below.
+  }
+  const { pglite, release } = await openPglite('memory://');
+  const database = createPoolDatabase({ kind: 'embedded', location: 'memory://', pool: pglitePool(pglite) });
+  let image: Blob;
+  try {
+    if (migrated) await migrate(database);
+    image = (await pglite.dumpDataDir('none')) as Blob;
+  } finally {
+    await database.close();
+    await release();
+  }
+  const written = `${file}.${process.pid}`;
+  fs.writeFileSync(written, Buffer.from(await image.arrayBuffer()));
+  fs.renameSync(written, file);
+  return image;
 }
