@@ -1,7 +1,26 @@
 import { runCli } from './cli.js';
 
+/** After the first stop signal, the parts get this long to stop cleanly (finish a turn, close connections); then the process ends anyway. */
+const stopWithinMs = 9_000;
+const signalNumbers = { SIGINT: 2, SIGTERM: 15 } as const;
+
+let stopping = false;
 const stopSignal = new Promise<string>((resolve) => {
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => resolve(signal));
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      if (stopping) {
+        // A second signal: the person means it. Transactions not yet committed are rolled back by the database.
+        process.stderr.write(`Stopping at once (${signal} again).\n`);
+        process.exit(128 + signalNumbers[signal]);
+      }
+      stopping = true;
+      setTimeout(() => {
+        process.stderr.write(`Some parts did not stop within ${stopWithinMs / 1000} s (Redis or the database not answering?); ending now. Nothing committed is lost.\n`);
+        process.exit(1);
+      }, stopWithinMs).unref();
+      resolve(signal);
+    });
+  }
 });
 
 const code = await runCli(process.argv.slice(2), {

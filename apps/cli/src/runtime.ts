@@ -48,13 +48,22 @@ async function openDatabaseOf({ config, logger }: { config: Config; logger: Logg
   }
 }
 
-/** Run cleanup steps in reverse order of start, each even when an earlier one fails. */
+/** How long one cleanup step may take before the next one starts anyway (a part waiting on a Redis that is away). */
+const stepWithinMs = 3_000;
+
+/** Run cleanup steps in reverse order of start, each even when an earlier one fails or hangs. */
 export async function stopAll(steps: Array<() => Promise<void>>, logger: Logger): Promise<void> {
   for (const step of steps.reverse()) {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), stepWithinMs);
+    });
     try {
-      await step();
+      if ((await Promise.race([step(), late])) === 'late') logger.warn({ waitedMs: stepWithinMs }, 'a part did not stop in time; going on');
     } catch (error) {
       logger.warn({ err: error }, 'a part did not stop cleanly');
+    } finally {
+      clearTimeout(timer);
     }
   }
 }

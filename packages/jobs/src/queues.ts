@@ -68,11 +68,19 @@ export function producerConnection(connection: ConnectionOptions): ConnectionOpt
   return options;
 }
 
-/** BullMQ queues of every job, under one key prefix (tests use a prefix of their own). Producers: they fail fast while Redis is away. */
-export function createQueues(connection: ConnectionOptions, prefix = '{roster}'): QueueSet {
+/**
+ * BullMQ queues of every job, under one key prefix (tests use a prefix of their own). Producers: they fail fast while Redis is away.
+ * A connection error goes to `onError` (the worker says once that Redis is away); without it, the caller learns of
+ * Redis from the calls that fail, and nothing is printed per reconnection attempt.
+ */
+export function createQueues(connection: ConnectionOptions, prefix = '{roster}', onError: (error: Error) => void = () => {}): QueueSet {
   const producer = producerConnection(connection);
   const queues = Object.fromEntries(
-    jobNames.map((name) => [name, new Queue(name, { connection: producer, prefix, defaultJobOptions })]),
+    jobNames.map((name) => {
+      const queue = new Queue(name, { connection: producer, prefix, defaultJobOptions });
+      queue.on('error', onError);
+      return [name, queue];
+    }),
   ) as Record<JobName, Queue>;
   return {
     prefix,

@@ -18,6 +18,8 @@ export interface RelayOptions {
    */
   timeoutMs?: number;
   logger?: Logger;
+  /** Told when Redis did not take the jobs, instead of a log line per attempt (the worker says once that Redis is away). */
+  onRedisError?: (error: Error) => void;
 }
 
 /** Settle with `promise`, or reject after `ms` (the promise itself is left to settle on its own). */
@@ -82,7 +84,8 @@ export async function relayOutbox(database: Database, queues: QueueSet, options:
     relayed += done.length;
     failed += errors.length;
     if (errors.length > 0) {
-      options.logger?.warn({ failed: errors.length, error: errors[0]?.error }, 'outbox relay could not hand jobs to Redis; they stay pending');
+      if (options.onRedisError !== undefined) options.onRedisError(new Error(errors[0]!.error));
+      else options.logger?.warn({ failed: errors.length, error: errors[0]?.error }, 'outbox relay could not hand jobs to Redis; they stay pending');
       break;
     }
     if (rows.length < batchSize) break;
@@ -91,7 +94,7 @@ export async function relayOutbox(database: Database, queues: QueueSet, options:
 }
 
 /** Relay on a timer until stopped; the pause grows while Redis is away. */
-export function startRelayLoop(database: Database, queues: QueueSet, options: { intervalMs?: number; logger?: Logger } = {}) {
+export function startRelayLoop(database: Database, queues: QueueSet, options: { intervalMs?: number; logger?: Logger; onRedisError?: (error: Error) => void } = {}) {
   const interval = options.intervalMs ?? 500;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
@@ -100,7 +103,10 @@ export function startRelayLoop(database: Database, queues: QueueSet, options: { 
   const tick = () => {
     running = (async () => {
       try {
-        const report = await relayOutbox(database, queues, options.logger === undefined ? {} : { logger: options.logger });
+        const report = await relayOutbox(database, queues, {
+          ...(options.logger === undefined ? {} : { logger: options.logger }),
+          ...(options.onRedisError === undefined ? {} : { onRedisError: options.onRedisError }),
+        });
         delay = report.failed > 0 ? Math.min(delay * 2, 30_000) : interval;
       } catch (error) {
         options.logger?.warn({ err: error }, 'outbox relay failed; retrying');

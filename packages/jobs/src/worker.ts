@@ -1,5 +1,7 @@
+import type { Logger } from '@roster/config';
 import { RosterError } from '@roster/errors';
-import { QueueEvents, UnrecoverableError, WaitingError, Worker, type ConnectionOptions, type Job } from 'bullmq';
+import { QueueEvents, UnrecoverableError, WaitingError, Worker, type ConnectionOptions, type Job, type RedisOptions } from 'bullmq';
+import { Redis as IORedis } from 'ioredis';
 import { handlers, type JobDependencies } from './handlers.js';
 import { runAsJob } from './job-context.js';
 import { createQueues, jobNames, payloadSchemas, type JobName, type QueueSet } from './queues.js';
@@ -104,7 +106,8 @@ export async function registerSchedulers(queues: QueueSet, schedule: ScheduleOpt
 /** Consume every queue, relay the outbox, keep the schedule. Stopping finishes short in-flight jobs and returns long ones to waiting. */
 export async function startJobWorker(options: JobWorkerOptions): Promise<JobWorker> {
   const log = options.logger?.child({ component: 'worker' });
-  const queues = createQueues(options.connection, options.prefix);
+  const redis = redisState(log);
+  const queues = createQueues(options.connection, options.prefix, redis.failed);
   const schedule: ScheduleOptions = {
     hour: options.schedule?.hour ?? 3,
     timezone: options.schedule?.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
@@ -126,13 +129,24 @@ export async function startJobWorker(options: JobWorkerOptions): Promise<JobWork
   );
   for (const worker of workers) {
     worker.on('failed', (job, error) => log?.warn({ queue: worker.name, job: job?.id, err: error }, 'job failed'));
-    worker.on('error', (error) => log?.warn({ queue: worker.name, err: error }, 'worker error'));
+    worker.on('error', (error) => redis.failed(error));
   }
-  const relay = options.relay === false ? undefined : startRelayLoop(options.database, queues, { ...(options.relayIntervalMs === undefined ? {} : { intervalMs: options.relayIntervalMs }), ...(log === undefined ? {} : { logger: log }) });
+  const relay =
+    options.relay === false
+      ? undefined
+      : startRelayLoop(options.database, queues, { ...(options.relayIntervalMs === undefined ? {} : { intervalMs: options.relayIntervalMs }), ...(log === undefined ? {} : { logger: log }), onRedisError: redis.failed });
+  // On Redis's return, the schedules are registered again if it came back without them (a restart with no persistence).
+  const watch = redis.watch(options.connection, async () => {
+    if (options.schedulers === false) return;
+    if ((await queues.queues.fade.getJobScheduler('nightly-fade')) !== undefined) return;
+    await registerSchedulers(queues, schedule);
+    log?.info('Redis came back without the schedules; registered them again');
+  });
   log?.info({ queues: jobNames, prefix: queues.prefix, nightlyHour: schedule.hour, timezone: schedule.timezone }, 'worker ready');
   return {
     queues,
     async stop() {
+      watch.stop();
       await relay?.stop();
       // Long jobs stop at their next progress report and wait for the next worker; short ones finish.
       for (const worker of workers) worker.cancelAllJobs('the worker is stopping');
@@ -163,4 +177,60 @@ export async function runJobNow(
     await events?.close();
     await queues.close();
   }
+}
+
+/** How often the worker asks Redis whether it is there. */
+const redisCheckMs = 2_000;
+
+/**
+ * Redis as this worker sees it, said once per change: one line when it goes
+ * away and one when it is back, instead of one per reconnection attempt of
+ * each of its connections. While it is away jobs wait and turns keep their
+ * jobs in the outbox; on its return `onReturn` runs (the schedules).
+ */
+function redisState(log: Logger | undefined) {
+  let reachable = true;
+  const failed = (error: Error) => {
+    if (!reachable) return;
+    reachable = false;
+    const code = (error as { code?: unknown }).code;
+    log?.warn({ redis: 'unreachable', reason: typeof code === 'string' ? code : error.message }, 'Redis is unreachable: jobs wait, and turns keep their jobs in the outbox until it is back');
+  };
+  return {
+    failed,
+    watch(connection: ConnectionOptions, onReturn: () => Promise<void>) {
+      // A connection of its own that tries again every second, so that Redis's return is seen within moments of it.
+      const client = isClient(connection)
+        ? connection.duplicate({ enableOfflineQueue: false, maxRetriesPerRequest: 1, retryStrategy: () => 1000 })
+        : new IORedis({ ...(connection as RedisOptions), enableOfflineQueue: false, maxRetriesPerRequest: 1, retryStrategy: () => 1000 });
+      client.on('error', () => {});
+      let stopped = false;
+      let timer: NodeJS.Timeout | undefined;
+      const check = async () => {
+        try {
+          await client.ping();
+          if (!reachable) {
+            reachable = true;
+            log?.info({ redis: 'reachable' }, 'Redis is reachable again');
+            await onReturn();
+          }
+        } catch (error) {
+          failed(error as Error);
+        }
+        if (!stopped) timer = setTimeout(() => void check(), redisCheckMs);
+      };
+      timer = setTimeout(() => void check(), redisCheckMs);
+      return {
+        stop() {
+          stopped = true;
+          clearTimeout(timer);
+          client.disconnect();
+        },
+      };
+    },
+  };
+}
+
+function isClient(connection: ConnectionOptions): connection is IORedis {
+  return typeof (connection as { duplicate?: unknown }).duplicate === 'function';
 }

@@ -1,0 +1,128 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import { until } from '@roster/channels/conformance';
+import { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { freePort, startRoster, tempDataDir, type RunningRoster } from './support/roster-process.js';
+
+const cleanups: Array<() => Promise<unknown> | unknown> = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+/** A Redis of the test's own on `port`, without persistence: started again, it is empty, as after a restart that lost its data. */
+async function startRedis(port: number): Promise<ChildProcess> {
+  const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const exited = new Promise((resolve) => server.once('exit', resolve));
+  cleanups.push(async () => {
+    if (server.exitCode === null && server.signalCode === null) server.kill('SIGKILL');
+    await exited;
+  });
+  const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => 100, maxRetriesPerRequest: 1 });
+  client.on('error', () => {});
+  try {
+    await until(async () => (await client.ping().catch(() => null)) === 'PONG', `redis-server on ${port}`, 10_000);
+  } finally {
+    client.disconnect();
+  }
+  return server;
+}
+
+async function killRedis(server: ChildProcess): Promise<void> {
+  const exited = new Promise((resolve) => server.once('exit', resolve));
+  server.kill('SIGKILL');
+  await exited;
+}
+
+/** The keys of the nightly schedulers under `prefix` (not of the jobs they made), a few times a second at most. */
+async function schedules(port: number, prefix: string): Promise<string[]> {
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  const client = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1 });
+  try {
+    return (await client.keys(`${prefix}:*:repeat:nightly-*`)).filter((key) => /:repeat:nightly-[a-z]+$/.test(key)).sort();
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** The JSON log lines of stderr after the first `from` lines, and the lines that are not JSON. */
+function logSince(roster: RunningRoster, from: number): { json: Array<{ msg: string; redis?: string }>; other: string[] } {
+  const lines = roster.output().stderr.split('\n').slice(from).filter((line) => line.trim() !== '');
+  const json: Array<{ msg: string; redis?: string }> = [];
+  const other: string[] = [];
+  for (const line of lines) {
+    try {
+      json.push(JSON.parse(line) as { msg: string; redis?: string });
+    } catch {
+      other.push(line);
+    }
+  }
+  return { json, other };
+}
+
+const lineCount = (roster: RunningRoster) => roster.output().stderr.split('\n').length - 1;
+
+/** Exit code of a process that was asked to stop, or 'still running' once `ms` have passed. */
+function exitWithin(roster: RunningRoster, ms: number): Promise<number | null | 'still running'> {
+  return Promise.race([roster.stop(), new Promise<'still running'>((resolve) => setTimeout(() => resolve('still running'), ms))]);
+}
+
+async function startOn(redisPort: number, prefix: string): Promise<RunningRoster> {
+  const dir = tempDataDir();
+  const roster = startRoster(['start'], { ROSTER_DATA_DIR: dir, PORT: String(await freePort()), REDIS_URL: `redis://127.0.0.1:${redisPort}`, ROSTER_QUEUE_PREFIX: prefix, LOG_LEVEL: 'info' });
+  cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+  cleanups.push(async () => {
+    if (roster.child.exitCode === null && roster.child.signalCode === null) roster.child.kill('SIGKILL');
+  });
+  await roster.waitForOutput(/Roster is running at/);
+  return roster;
+}
+
+describe('Redis goes away under roster start', () => {
+  it('says so in one line and its return in another, registers the schedules an empty Redis lost, and still stops within 10 s while it is away', async () => {
+    const port = await freePort();
+    const prefix = 'faults';
+    let redis = await startRedis(port);
+    const roster = await startOn(port, prefix);
+    // The positive control: the schedules are there while Redis is.
+    await until(async () => (await schedules(port, prefix)).length === 4, 'the nightly schedules', 20_000);
+    expect(await schedules(port, prefix)).toEqual([`${prefix}:fade:repeat:nightly-fade`, `${prefix}:harvest:repeat:nightly-harvest`, `${prefix}:mirror:repeat:nightly-mirror`, `${prefix}:review:repeat:nightly-review`]);
+
+    const before = lineCount(roster);
+    await killRedis(redis);
+    await until(() => logSince(roster, before).json.some((line) => line.redis === 'unreachable'), 'the line that Redis is unreachable', 20_000);
+    // Every connection keeps retrying for a while: still one line, and no stack printed per retry.
+    await new Promise((resolve) => setTimeout(resolve, 8_000));
+    const away = logSince(roster, before);
+    expect(away.json.map((line) => line.msg)).toEqual(['Redis is unreachable: jobs wait, and turns keep their jobs in the outbox until it is back']);
+    expect(away.other).toEqual([]);
+
+    // Back, and empty: the return is said once, and the schedules are made again.
+    const back = lineCount(roster);
+    redis = await startRedis(port);
+    expect(await schedules(port, prefix)).toEqual([]);
+    await until(async () => (await schedules(port, prefix)).length === 4, 'the schedules registered again', 30_000);
+    await until(() => logSince(roster, back).json.some((line) => line.redis === 'reachable'), 'the line that Redis is back', 10_000);
+    expect(logSince(roster, back).json.map((line) => line.msg)).toEqual(['Redis is reachable again', 'Redis came back without the schedules; registered them again']);
+
+    // Away again, then asked to stop: it ends within 10 s, having said why it did not wait longer.
+    await killRedis(redis);
+    await until(() => logSince(roster, back).json.some((line) => line.redis === 'unreachable'), 'the line that Redis is unreachable again', 20_000);
+    expect(await exitWithin(roster, 10_000)).not.toBe('still running');
+  });
+
+  it('ends at once on a second signal while the first is still stopping', async () => {
+    const port = await freePort();
+    const redis = await startRedis(port);
+    const roster = await startOn(port, 'faults-twice');
+    await killRedis(redis);
+    await until(() => logSince(roster, 0).json.some((line) => line.redis === 'unreachable'), 'the line that Redis is unreachable', 20_000);
+    roster.child.kill('SIGTERM');
+    await until(() => logSince(roster, 0).json.some((line) => line.msg === 'stopping'), 'the stopping line', 5_000);
+    // The second signal.
+    const exited = roster.stop();
+    // 128 + 15: only the second signal's way out ends with this code.
+    expect(await exited).toBe(143);
+    expect(roster.output().stderr).toContain('Stopping at once (SIGTERM again).');
+  });
+});
