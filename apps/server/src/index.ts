@@ -60,6 +60,8 @@ export interface Health {
   database: 'embedded' | 'server';
   postgres: string | null;
   pgvector: string | null;
+  /** `ok` when a write went through, else why not. */
+  writes: string;
   redis: string;
 }
 
@@ -243,8 +245,16 @@ export async function checkHealth(database: Database, redisUrl: string): Promise
   } catch {
     databaseOk = false;
   }
+  let writes = 'ok';
+  try {
+    await database.adminScope('health: write probe', (tx) =>
+      tx.query('insert into health_probe (id, written_at) values (1, now()) on conflict (id) do update set written_at = excluded.written_at'),
+    );
+  } catch (error) {
+    writes = `cannot write: ${RosterError.isInstance(error) ? error.message : (error as Error).message}`;
+  }
   const redis = await redisStatus(redisUrl);
-  return { ok: databaseOk && redis === 'ok', database: database.kind, postgres, pgvector, redis };
+  return { ok: databaseOk && writes === 'ok' && redis === 'ok', database: database.kind, postgres, pgvector, writes, redis };
 }
 
 /**

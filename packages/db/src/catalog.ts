@@ -11,5 +11,6 @@ export const tablesWithoutContent: Readonly<Record<string, string>> = {
   conversation_marks: 'how far jobs have read each conversation: ids and times',
   refused_messages: 'a count of refused messages per channel account and day: no words, no handle',
   roster_migrations: 'the migration ledger',
+  health_probe: 'one row /healthz rewrites to prove the database takes writes: a time',
   installation_key: 'the fingerprint of the installation key: 16 hex digits that tell keys apart and reveal nothing of one',
 };
