@@ -1,9 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 import { until } from '@roster/channels/conformance';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort, startRoster, tempDataDir, type RunningRoster } from './support/roster-process.js';
+import { freePort, isRunning, startRoster, tempDataDir, type RunningRoster } from './support/roster-process.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
 afterEach(async () => {
@@ -124,5 +125,36 @@ describe('Redis goes away under roster start', () => {
     // 128 + 15: only the second signal's way out ends with this code.
     expect(await exited).toBe(143);
     expect(roster.output().stderr).toContain('Stopping at once (SIGTERM again).');
+  });
+});
+
+describe('a private Redis after roster start is killed', () => {
+  it('is found by its pid file and stopped by the next start, which runs its own', async () => {
+    const dir = tempDataDir();
+    cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const env = { ROSTER_DATA_DIR: dir, REDIS_URL: `redis://127.0.0.1:${await freePort()}` };
+    const pidFile = path.join(dir, 'redis', 'redis.pid');
+    const first = startRoster(['start'], { ...env, PORT: String(await freePort()) });
+    await first.waitForOutput(/running at .*private Redis/);
+    const orphan = Number(fs.readFileSync(pidFile, 'utf8'));
+    cleanups.push(() => isRunning(orphan) && process.kill(orphan, 'SIGKILL'));
+    const killed = new Promise((resolve) => first.child.once('exit', resolve));
+    first.child.kill('SIGKILL');
+    await killed;
+    // The positive control: a kill -9 leaves the redis-server running.
+    expect(isRunning(orphan)).toBe(true);
+
+    const second = startRoster(['start'], { ...env, PORT: String(await freePort()) });
+    cleanups.push(async () => {
+      if (second.child.exitCode === null && second.child.signalCode === null) second.child.kill('SIGKILL');
+    });
+    await second.waitForOutput(/running at .*private Redis/);
+    await expect.poll(() => isRunning(orphan), { timeout: 10_000 }).toBe(false);
+    const own = Number(fs.readFileSync(pidFile, 'utf8'));
+    expect(own).not.toBe(orphan);
+    expect(isRunning(own)).toBe(true);
+    expect(second.output().stderr).toContain('stopping the private redis-server an earlier run left behind');
+    expect(await second.stop()).toBe(0);
+    await expect.poll(() => isRunning(own), { timeout: 5_000 }).toBe(false);
   });
 });

@@ -120,7 +120,7 @@ export async function startPrivateRedis(options: { executable: string; dataDir: 
   makePrivateFolder(options.dataDir);
   const dir = path.join(options.dataDir, 'redis');
   makePrivateFolder(dir);
-  stopLeftover(path.join(dir, 'redis.pid'));
+  await stopLeftover(path.join(dir, 'redis.pid'), options.logger);
   for (const name of persistenceFiles) fs.rmSync(path.join(dir, name), { recursive: true, force: true });
   tightenFolder(dir);
   const port = await freePort();
@@ -176,17 +176,31 @@ async function waitForRedis(url: string, child: ChildProcess, timeoutMs: number)
   throw new Error(`no answer within ${timeoutMs} ms (${(lastError as Error | undefined)?.message ?? 'no error'})`);
 }
 
-/** A private redis-server left by a process that died without stopping it. */
-function stopLeftover(pidFile: string): void {
+/**
+ * Stop a private redis-server left by a process that died without stopping
+ * it (a kill -9), and wait until it is gone: left running, it would hold its
+ * port and, on its way out, delete the pid file of the one started after it.
+ */
+async function stopLeftover(pidFile: string, logger: Logger): Promise<void> {
+  let pid: number;
   try {
-    const pid = Number.parseInt(fs.readFileSync(pidFile, 'utf8'), 10);
-    if (!Number.isInteger(pid) || pid <= 0) return;
+    pid = Number.parseInt(fs.readFileSync(pidFile, 'utf8'), 10);
     // Only a redis-server: a recycled pid may belong to anything else by now.
-    const commandLine = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    if (commandLine.includes('redis-server')) process.kill(pid, 'SIGTERM');
+    if (!Number.isInteger(pid) || pid <= 0 || !fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('redis-server')) return;
   } catch {
-    // none left
+    return; // none left
   }
+  logger.warn({ pid }, 'stopping the private redis-server an earlier run left behind');
+  const gone = () => !fs.existsSync(`/proc/${pid}`) || fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') === true;
+  try {
+    process.kill(pid, 'SIGTERM');
+    for (let waited = 0; waited < 5_000 && !gone(); waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+    if (!gone()) process.kill(pid, 'SIGKILL');
+    for (let waited = 0; waited < 2_000 && !gone(); waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+  } catch {
+    // It ended meanwhile.
+  }
+  fs.rmSync(pidFile, { force: true });
 }
 
 function freePort(): Promise<number> {
