@@ -4,9 +4,9 @@ export default defineConfig({
   test: {
     include: ['packages/*/src/**/*.test.ts', 'apps/*/src/**/*.test.ts', 'tests/**/*.test.ts'],
     exclude: ['**/node_modules/**', '**/dist/**'],
-    // PGlite boots a Postgres in WebAssembly per test database: give it room on two cores.
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    // PGlite boots a Postgres in WebAssembly per test database, and the CLI tests run a dozen processes each: room on two busy cores.
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
     globalSetup: ['tests/support/global-setup.ts'],
     pool: 'forks',
     maxWorkers: 2,

@@ -56,7 +56,14 @@ function scanFolder(dir: string, word: string): { files: string[]; bytes: number
   let bytes = 0;
   const files: string[] = [];
   for (const file of filesUnder(dir)) {
-    const content = fs.readFileSync(file);
+    let content: Buffer;
+    try {
+      content = fs.readFileSync(file);
+    } catch (error) {
+      // Removed since the listing (the database's pid file as its host stops): nothing left in it to find.
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      throw error;
+    }
     bytes += content.length;
     if (foldCase(content).includes(needle)) files.push(path.relative(dir, file));
   }

@@ -36,6 +36,8 @@ afterAll(async () => {
 });
 
 function watch(page: Page): Page {
+  // An answer goes through the whole turn (engine, memory, jobs): on a busy two-core machine that takes more than the 30 s default.
+  page.setDefaultTimeout(90_000);
   page.on('console', (message) => {
     if (message.type() === 'error') problems.push(`${page.url()}: console error: ${message.text()}`);
   });

@@ -64,7 +64,8 @@ export interface ServedChannel {
 const typingEveryMs = 4000;
 const stopGraceMs = 10_000;
 const slowDown = 'You are writing faster than I can answer: wait a minute, then go on.';
-const cannotRead = (kinds: string): string => `I can only read text here, not ${kinds}: say it in words, please.`;
+// Worded as the core words it for files an engine cannot read: one sentence, whichever side found it.
+const cannotRead = (kinds: string): string => `I cannot read ${kinds} here, only text: say it in words, please.`;
 const failedFetch = 'What you sent could not be fetched from the platform, and nothing was kept; send it again in a moment.';
 const failedTurn = 'Something went wrong on Roster’s side and nothing was answered; try again in a moment.';
 
