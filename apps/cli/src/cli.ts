@@ -204,12 +204,13 @@ const commands: Command[] = [
   },
   {
     path: ['jobs', 'run'],
-    usage: 'roster jobs run <fade|harvest|mirror|review|extract|embed|episodes|erase> [--agent NAME] [--all] [--wait] [--json]',
+    usage: 'roster jobs run <fade|harvest|mirror|review|extract|embed|episodes|erase|vacuum> [--agent NAME] [--all] [--wait] [--json]',
     summary: 'Enqueue a job now; with --wait, print its result when a worker has run it.',
     details: [
       '--all      with embed: re-embed every fact (after a model change)',
       '--timeout  seconds to wait (default 600)',
       'erase      take forgotten words off the disk, in every table that holds people\'s words',
+      'vacuum     reclaim dead rows on the embedded database (a server Postgres vacuums itself)',
     ],
     run: async (args, io) => (await import('./commands/jobs.js')).runJobsRun(args, io),
   },

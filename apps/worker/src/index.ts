@@ -5,7 +5,7 @@ import { pingRedis } from '@roster/redis';
 import type { Runtime } from '@roster/runtime';
 
 export interface WorkerOptions {
-  config: Pick<Config, 'ROSTER_NIGHTLY_HOUR' | 'ROSTER_TIMEZONE' | 'ROSTER_IDLE_MINUTES' | 'ROSTER_QUEUE_PREFIX' | 'ROSTER_JOB_LOCK_SECONDS'>;
+  config: Pick<Config, 'ROSTER_NIGHTLY_HOUR' | 'ROSTER_TIMEZONE' | 'ROSTER_IDLE_MINUTES' | 'ROSTER_VACUUM_MINUTES' | 'ROSTER_QUEUE_PREFIX' | 'ROSTER_JOB_LOCK_SECONDS'>;
   database: Database;
   runtime: Runtime;
   redisUrl: string;
@@ -40,6 +40,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     schedule: {
       hour: options.config.ROSTER_NIGHTLY_HOUR,
       idleMinutes: options.config.ROSTER_IDLE_MINUTES,
+      vacuumEveryMs: options.config.ROSTER_VACUUM_MINUTES * 60_000,
       ...(options.config.ROSTER_TIMEZONE === undefined ? {} : { timezone: options.config.ROSTER_TIMEZONE }),
     },
   });

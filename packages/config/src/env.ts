@@ -217,6 +217,11 @@ export const environment = {
     example: '30',
     description: 'How long a conversation is quiet before facts are extracted from it and its episode is written.',
   },
+  ROSTER_VACUUM_MINUTES: {
+    schema: z.coerce.number().int().min(1).max(10_080).default(60),
+    example: '60',
+    description: 'How often the worker vacuums the embedded database, which runs no autovacuum (a server Postgres vacuums itself).',
+  },
   ROSTER_JOB_LOCK_SECONDS: {
     schema: z.coerce.number().int().min(1).max(3600).default(30),
     example: '30',

@@ -7,6 +7,7 @@ import { harvestJob } from './handlers/harvest.js';
 import { mirrorJob } from './handlers/mirror.js';
 import type { JobDependencies, JobRun } from './job-dependencies.js';
 import type { JobName, JobPayload } from './queues.js';
+import { vacuumJob } from './handlers/vacuum.js';
 import { reviewLessons } from './review.js';
 
 export type { JobDependencies, JobRun } from './job-dependencies.js';
@@ -23,4 +24,5 @@ export const handlers: { [N in JobName]: Handler<N> } = {
   embed: embedJob,
   episodes: episodesJob,
   erase: eraseJob,
+  vacuum: vacuumJob,
 };

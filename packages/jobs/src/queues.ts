@@ -2,7 +2,7 @@ import { Queue, type ConnectionOptions, type JobsOptions, type RedisOptions } fr
 import { z } from 'zod';
 
 /** Every job Roster runs, one queue each, so that Bull Board shows them apart. */
-export const jobNames = ['fade', 'harvest', 'mirror', 'review', 'extract', 'embed', 'episodes', 'erase'] as const;
+export const jobNames = ['fade', 'harvest', 'mirror', 'review', 'extract', 'embed', 'episodes', 'erase', 'vacuum'] as const;
 export type JobName = (typeof jobNames)[number];
 
 const agentId = z.string().uuid();
@@ -30,6 +30,7 @@ export const payloadSchemas = {
     /** The tables forgets reached (queued by a forget); without them (a run by hand), every table that holds people's words. */
     tables: z.array(z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/)).max(100).optional(),
   }),
+  vacuum: z.object({}),
 } satisfies Record<JobName, z.ZodType>;
 
 export type JobPayload<N extends JobName> = z.output<(typeof payloadSchemas)[N]>;

@@ -16,6 +16,8 @@ export interface ScheduleOptions {
   idleCheckMs: number;
   /** How long a conversation is quiet before extraction and episodes (default 30 minutes). */
   idleMinutes: number;
+  /** How often the embedded database is vacuumed (default 60 minutes; a server Postgres vacuums itself). */
+  vacuumEveryMs: number;
 }
 
 export interface JobWorkerOptions extends JobDependencies {
@@ -101,6 +103,7 @@ export async function registerSchedulers(queues: QueueSet, schedule: ScheduleOpt
   for (const name of ['extract', 'episodes'] as const) {
     await queues.queues[name].upsertJobScheduler(`idle-${name}`, { every: schedule.idleCheckMs }, { name, data: { idleMinutes: schedule.idleMinutes } });
   }
+  await queues.queues.vacuum.upsertJobScheduler('every-vacuum', { every: schedule.vacuumEveryMs }, { name: 'vacuum', data: {} });
 }
 
 /** Consume every queue, relay the outbox, keep the schedule. Stopping finishes short in-flight jobs and returns long ones to waiting. */
@@ -113,6 +116,7 @@ export async function startJobWorker(options: JobWorkerOptions): Promise<JobWork
     timezone: options.schedule?.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
     idleCheckMs: options.schedule?.idleCheckMs ?? 10 * 60_000,
     idleMinutes: options.schedule?.idleMinutes ?? 30,
+    vacuumEveryMs: options.schedule?.vacuumEveryMs ?? 60 * 60_000,
   };
   if (options.schedulers !== false) await registerSchedulers(queues, schedule);
   const workers = jobNames.map(

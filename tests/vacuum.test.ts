@@ -1,0 +1,62 @@
+import { randomUUID } from 'node:crypto';
+import { parseConfig } from '@roster/config';
+import { testInstallationKey } from '@roster/config/testing';
+import { openTestDatabase } from '@roster/db/testing';
+import { runJobNow, startJobWorker } from '@roster/jobs';
+import { createRuntime } from '@roster/runtime';
+import { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { connection, redisUrl } from './support/learning-loop.js';
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+describe('the vacuum job', () => {
+  it('reclaims the dead rows updates leave on the embedded database, which runs no autovacuum, and is scheduled', async () => {
+    const test = await openTestDatabase();
+    cleanups.push(() => test.cleanup());
+    const database = test.database;
+    const roster = await createRuntime({ config: parseConfig({}), database, key: testInstallationKey });
+    const prefix = `test-${randomUUID()}`;
+    const worker = await startJobWorker({
+      database,
+      memory: roster.memory,
+      directory: roster.core.directory,
+      engineFor: roster.engineFor,
+      judgeFor: roster.judgeFor,
+      connection,
+      prefix,
+      schedule: { vacuumEveryMs: 60 * 60_000 },
+    });
+    const redis = new Redis(redisUrl);
+    cleanups.push(async () => {
+      await worker.stop();
+      const keys = await redis.keys(`${prefix}:*`);
+      if (keys.length > 0) await redis.del(...keys);
+      await redis.quit();
+    });
+    expect(await worker.queues.queues.vacuum.getJobScheduler('every-vacuum')).toMatchObject({ every: 60 * 60_000 });
+
+    const agent = await roster.core.directory.addAgent({ name: 'Scout', job: 'finds and checks sources' });
+    for (let round = 0; round < 50; round += 1) {
+      await database.adminScope('test: rewrite an agent', (tx) => tx.query('update agents set job = $2 where id = $1', [agent.id, `finds and checks sources, round ${round}`]));
+    }
+    const dead = async () => {
+      // Statistics reach the shared view when a session reports them; this session reports now.
+      await database.ownerSession('test: report statistics', (session) => session.query('select pg_stat_force_next_flush()'));
+      const { rows } = await database.ownerSession('test: dead rows', (session) => session.query<{ n: string }>(`select n_dead_tup::text as n from pg_stat_user_tables where relname = 'agents'`));
+      return Number(rows[0]!.n);
+    };
+    // The positive control: the updates left dead rows, and nothing took them away.
+    expect(await dead()).toBeGreaterThanOrEqual(50);
+
+    const { result } = await runJobNow(connection, 'vacuum', {}, { prefix, wait: true, timeoutMs: 60_000 });
+    expect(result).toMatchObject({ database: 'embedded' });
+    expect((result as { tables: number }).tables).toBeGreaterThan(20);
+    expect(await dead()).toBe(0);
+    // What the rows said is untouched.
+    expect((await roster.core.directory.agentByName('Scout')).job).toBe('finds and checks sources, round 49');
+  });
+});
