@@ -260,9 +260,12 @@ const commands: Command[] = [
   },
   {
     path: ['doctor'],
-    usage: 'roster doctor [--json]',
+    usage: 'roster doctor [--deep] [--json]',
     summary: 'Check the database, pgvector, migrations, Redis, engines and channels.',
-    details: ['One line each: ok, fail (with what to do), or off (not configured). Exits 1 when anything fails.'],
+    details: [
+      'One line each: ok, fail (with what to do), or off (not configured). Exits 1 when anything fails.',
+      '--deep  also read every row of every table, to find a damaged page before a turn does',
+    ],
     run: async (args, io) => (await import('./commands/doctor.js')).runDoctor(args, io),
   },
 ];

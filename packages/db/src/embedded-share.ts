@@ -185,7 +185,7 @@ function startHost(dataDir: string): Promise<HostReport> {
     child.on('error', (error) => settle({ kind: 'failed', message: `The embedded database in ${dataDir} could not be opened: ${error.message}.` }));
     child.on('exit', (code) => {
       const stopped = () =>
-        settle({ kind: 'failed', message: `The embedded database in ${dataDir} could not be opened: its process stopped (exit code ${code}) before it was ready. Run this again; if it keeps failing, move the folder aside or set DATABASE_URL.` });
+        settle({ kind: 'failed', message: `The embedded database in ${dataDir} could not be opened: its process stopped (exit code ${code}) before it was ready. Run this again; if it keeps failing, keep the folder as it is and see "The embedded database does not open" in docs/operations.md.` });
       // What it said before it stopped is read before its channel closes.
       if (child.connected) child.once('disconnect', stopped);
       else stopped();

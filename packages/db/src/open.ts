@@ -73,10 +73,21 @@ export async function openPglite(dataDir: string, options: { image?: Blob } = {}
     await unlock();
     throw new RosterError(
       'database_unavailable',
-      `The embedded database in ${dataDir} could not be opened: ${(error as Error).message}. Move the folder aside to start afresh, or set DATABASE_URL.`,
+      `The embedded database in ${dataDir} could not be opened: ${(error as Error).message}. ${whatToDo(error)}`,
       { cause: error },
     );
   }
+}
+
+/**
+ * What to do when the embedded database does not open. Never "start afresh":
+ * a full disk or a permission looks like damage, and the data is still there.
+ */
+export function whatToDo(error: unknown): string {
+  const message = `${(error as { code?: unknown }).code ?? ''} ${(error as Error).message ?? ''}`;
+  if (/ENOSPC|no space left/i.test(message)) return 'The disk is full: free some space and run this again. Nothing in the folder is lost.';
+  if (/EACCES|EPERM|permission denied/i.test(message)) return 'This account may not use its files: run Roster as the account that owns the folder. Nothing in the folder is lost.';
+  return 'Nothing in the folder was changed: keep it as it is (copy it before trying anything else), run roster doctor, and see "The embedded database does not open" in docs/operations.md.';
 }
 
 /**
