@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Person } from '@roster/core';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -196,5 +197,24 @@ describe('POST /api/chat', () => {
     const parts = events(await chat(owner, { message: '/agent Scout' }));
     expect(parts.map((part) => part.event)).toEqual(['notice', 'done']);
     expect(parts[0]!.data).toEqual({ text: 'Now talking to Scout.' });
+  });
+
+  it('stores a message sent again with the same id once, and says so, while another id is a new message', async () => {
+    const id = randomUUID();
+    const history = async () => ((await server.request('GET', '/api/chat/history?team=false', { as: member })).json() as { messages: Array<{ role: string; text: string }> }).messages;
+    const first = events(await chat(member, { agent: 'Scout', message: 'The ferry leaves at nine.', id }));
+    expect(first.at(-1)).toMatchObject({ event: 'done', data: { conversationId: expect.any(String) } });
+    expect(first.at(-1)!.data.duplicate).toBeUndefined();
+    // The answer was lost on the way: the client sends the same message with the same id.
+    const again = events(await chat(member, { agent: 'Scout', message: 'The ferry leaves at nine.', id }));
+    expect(again.map((part) => part.event)).toEqual(['done']);
+    expect(again[0]!.data).toEqual({ conversationId: first.at(-1)!.data.conversationId, duplicate: true });
+    expect((await history()).filter((line) => line.text === 'The ferry leaves at nine.')).toHaveLength(1);
+    // The control: the same words under another id are a message of their own, answered.
+    const other = events(await chat(member, { agent: 'Scout', message: 'The ferry leaves at nine.', id: randomUUID() }));
+    expect(other.map((part) => part.event)).toContain('turn-end');
+    expect((await history()).filter((line) => line.text === 'The ferry leaves at nine.')).toHaveLength(2);
+    // Not an id: refused before anything is stored.
+    expect((await chat(member, { agent: 'Scout', message: 'Hello', id: 'not-a-uuid' })).statusCode).toBe(400);
   });
 });

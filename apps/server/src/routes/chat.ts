@@ -14,7 +14,7 @@ const eventStreamDescription = [
   '`text-delta` `{ agent, delta }` as each reply streams;',
   'then per agent `turn-end` `{ agent, text, toolCalls: [{ toolName, input, output }], memories: [{ id, content, trust, why }] }`;',
   '`notice` `{ text }` when Roster itself answers (no agent yet, an /agent switch);',
-  'finally `done` `{ conversationId }`; on a failure `error` `{ code, message }` instead.',
+  'finally `done` `{ conversationId }` (with `duplicate: true` when a message with this `id` was received before, and nothing new is stored or answered); on a failure `error` `{ code, message }` instead.',
 ].join(' ');
 
 /** One event of the stream, in the text/event-stream format. */
@@ -44,6 +44,10 @@ export function chatRoutes({ routes, runtime, database, config, logger }: RouteC
         team: z.literal(true).optional(),
         message: z.string().describe('At most 4,000 characters (longer: 413).'),
         conversation: z.uuid().optional().describe('A conversationId a done event gave before: continue that conversation.'),
+        id: z
+          .uuid()
+          .optional()
+          .describe('The client’s id for this message (an idempotency key): sent again after a lost answer, the message is not stored twice, and done says duplicate.'),
       })
       .refine((body) => !(body.agent !== undefined && body.team === true), 'agent or team, not both'),
     response: { status: 200, eventStream: eventStreamDescription },
@@ -69,7 +73,13 @@ export function chatRoutes({ routes, runtime, database, config, logger }: RouteC
       const send = (name: string, data: unknown) => {
         if (!reply.raw.destroyed) reply.raw.write(event(name, data));
       };
-      const inbound: InboundMessage = { channel: 'web', conversation: { externalId, kind: 'dm' }, sender: { personId: person.id }, text };
+      const inbound: InboundMessage = {
+        channel: 'web',
+        conversation: { externalId, kind: 'dm' },
+        sender: { personId: person.id },
+        text,
+        ...(body.id === undefined ? {} : { externalMessageId: `web:${body.id}` }),
+      };
       try {
         const result: TurnResult = await core.handle(inbound, {
           ...(body.agent === undefined ? {} : { agent: body.agent }),
@@ -88,7 +98,7 @@ export function chatRoutes({ routes, runtime, database, config, logger }: RouteC
             memories: answer.memories.map(showMemoryUsed),
           });
         }
-        send('done', { conversationId: result.conversationId });
+        send('done', { conversationId: result.conversationId, ...(result.duplicate ? { duplicate: true } : {}) });
       } catch (error) {
         const { status, body: answer } = describeError(error, config.NODE_ENV === 'development');
         if (status >= 500) log.error({ err: error }, 'a chat turn failed');
