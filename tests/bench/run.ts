@@ -18,6 +18,7 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   turns: () => import('./turns.js'),
   page: () => import('./page.js'),
   whatsapp: () => import('./whatsapp.js'),
+  soak: () => import('./soak.js'),
 };
 
 const documentPath = fileURLToPath(new URL('../../docs/benchmarks.md', import.meta.url));
