@@ -377,7 +377,8 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       };
       const api = /^\/api\/v10(\/.*)$/.exec(url.pathname);
       if (api === null) return reply(error(404, 0, '404: Not Found'));
-      const path = api[1]!;
+      // Discord reads path segments percent-decoded (`%40original` is `@original`).
+      const path = decodeURIComponent(api[1]!);
       calls.push(`${request.method} ${path.replace(/\/\d{5,}/g, '/:id').replace(/(\/(?:interactions|webhooks)\/:id\/)[^/]+/, '$1:token')}`);
       let body: Record<string, unknown> = {};
       const raw = Buffer.concat(chunks).toString('utf8');
