@@ -58,6 +58,8 @@ export interface FakeDiscord extends FakePlatform {
   identifiedIntents(): number | null;
   /** Gateway sessions identified so far. */
   sessions(): number;
+  /** Gateway connections identified and open now. */
+  connected(): number;
   /** Every interaction dispatched, with what the bot did with it. */
   interactions(): FakeDiscordInteraction[];
   /** An interaction's first answer can no longer be given (its 3 seconds are over). */
@@ -666,6 +668,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     commands: () => structuredClone(registered),
     identifiedIntents: () => lastIntents,
     sessions: () => sessions,
+    connected: () => [...connections].filter((connection) => connection.identified).length,
     interactions: () => [...interactions.values()].map((state) => ({ id: state.id, kind: state.kind, createdAt: state.createdAt, callbacks: [...state.callbacks], webhookCalls: [...state.webhookCalls] })),
     windowClosed: (id) => {
       const state = interactions.get(id);
