@@ -7,7 +7,7 @@ import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
 import { createApprovalDesk, listLessons } from '@roster/jobs';
 import { createRuntime, type Runtime } from '@roster/runtime';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { checkDiscordToken } from './discord-adapter.js';
+import { checkDiscordToken, createDiscordAdapter } from './discord-adapter.js';
 import { startFakeDiscord, type FakeDiscord } from './fake-discord.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -126,6 +126,21 @@ describe('the Discord adapter against a fake Discord', () => {
     expect(discord.downloads()).toHaveLength(2);
     await expect(events[2]!.fetchFiles!(signal)).rejects.toThrow('That file is too large: the most Roster takes is 10 MB. Nothing was kept; send a smaller one.');
     expect(discord.downloads()).toHaveLength(2);
+  });
+
+  it('fails to start at once, saying what to do, when the Message Content intent is off or the token is refused', async () => {
+    const off = await fake({ messageContentOff: true });
+    await expect(capture(off)).rejects.toThrow('Discord refused the gateway intents: switch on the Message Content intent for the bot in the Developer Portal (Bot → Privileged Gateway Intents).');
+    expect(off.sessions()).toBe(0);
+    const wrong = await startFakeDiscord({ token: 'MTA.right.token' });
+    cleanups.push(() => wrong.close());
+    const adapter = createDiscordAdapter({ token: 'MTA.wrong.token', apiUrl: wrong.apiUrl });
+    const failed = await adapter.start({ signal: new AbortController().signal, onMessage: () => undefined, onApprovalPress: async () => ({ text: '', decided: false }) }).catch((error: unknown) => error);
+    expect(ChannelError.isChannelError(failed) && failed.message).toBe('Discord refused the bot token (connecting to the gateway): check DISCORD_BOT_TOKEN.');
+    await adapter.stop();
+    // Control: the same fake takes its own token.
+    await capture(wrong);
+    expect(wrong.sessions()).toBe(1);
   });
 
   it('says whether Discord takes a token (GET /users/@me), without repeating it', async () => {

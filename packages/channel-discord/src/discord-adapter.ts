@@ -404,6 +404,8 @@ export function createDiscordAdapter(options: DiscordAdapterOptions): DiscordAda
       let timer: NodeJS.Timeout | undefined;
       const ready = new Promise<void>((resolve, reject) => {
         discord.once(Events.ClientReady, () => resolve());
+        // A connection Discord closes for good (a refused token or intents) fails the start at once, with what to do.
+        discord.once(Events.ShardDisconnect, (event) => reject(closedFor(event.code)));
         timer = setTimeout(() => reject(new ChannelError('failed', `Discord's gateway did not make the bot ready within ${readyTimeoutMs / 1000} s; check DISCORD_API_URL and the network.`, { retryable: true })), readyTimeoutMs);
       });
       try {
@@ -506,11 +508,17 @@ export function toChannelError(what: string, error: unknown): ChannelError {
   if (error instanceof HTTPError) return new ChannelError('failed', `Discord's ${what} failed: ${error.status}.`, { retryable: error.status >= 500 });
   const code = (error as { code?: unknown } | null)?.code;
   if (code === 'TokenInvalid') return new ChannelError('failed', `Discord refused the bot token (${what}): check DISCORD_BOT_TOKEN.`);
-  if (code === 'DisallowedIntents') {
-    return new ChannelError('failed', 'Discord refused the gateway intents: switch on the Message Content intent for the bot in the Developer Portal (Bot → Privileged Gateway Intents).');
-  }
   const name = error instanceof Error ? error.name : 'Error';
   return new ChannelError('failed', `Discord could not be reached for ${what} (${name}); check DISCORD_API_URL and the network.`, { retryable: true });
+}
+
+/** Why Discord closed the gateway for good, in words an operator can act on. */
+function closedFor(code: number): ChannelError {
+  if (code === 4004) return new ChannelError('failed', 'Discord refused the bot token (the gateway): check DISCORD_BOT_TOKEN.');
+  if (code === 4014) {
+    return new ChannelError('failed', 'Discord refused the gateway intents: switch on the Message Content intent for the bot in the Developer Portal (Bot → Privileged Gateway Intents).');
+  }
+  return new ChannelError('failed', `Discord closed the gateway connection for good (${code}).`);
 }
 
 /** Interaction and webhook tokens ride in URLs: never logged. */

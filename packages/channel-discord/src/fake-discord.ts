@@ -74,6 +74,8 @@ export interface FakeDiscord extends FakePlatform {
 
 export interface FakeDiscordOptions {
   token?: string;
+  /** The Message Content intent is not switched on for the bot: an IDENTIFY asking for it is closed with 4014, as Discord does. */
+  messageContentOff?: boolean;
   /** Options for the adapter made against the fake (made when `adapter` is first read). */
   adapter?: Partial<Omit<DiscordAdapterOptions, 'token' | 'apiUrl'>>;
 }
@@ -419,6 +421,10 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
           const identify = payload.d as { token?: string; intents?: number };
           if (identify.token !== token && identify.token !== `Bot ${token}`) {
             socket.close(4004, 'Authentication failed.');
+            return;
+          }
+          if (options.messageContentOff === true && (Number(identify.intents ?? 0) & intents.messageContent) !== 0) {
+            socket.close(4014, 'Disallowed intent(s).');
             return;
           }
           connection.identified = true;
