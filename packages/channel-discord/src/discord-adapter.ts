@@ -18,6 +18,7 @@ import {
   RateLimitError,
   REST,
   Routes,
+  SimpleShardingStrategy,
   type APIMessage,
   type APIUser,
   type ApplicationCommandDataResolvable,
@@ -25,8 +26,12 @@ import {
   type ButtonInteraction,
   type ChatInputCommandInteraction,
   type Message,
+  type ClientOptions,
   type RESTOptions,
 } from 'discord.js';
+
+/** @discordjs/ws's manager of the gateway shards, as a sharding strategy receives it. */
+type GatewayManager = Parameters<NonNullable<NonNullable<ClientOptions['ws']>['buildStrategy']>>[0];
 
 export interface DiscordAdapterOptions {
   /** The bot token (Developer Portal → the application → Bot). Never logged. */
@@ -399,6 +404,7 @@ export function createDiscordAdapter(options: DiscordAdapterOptions): DiscordAda
         makeCache: Options.cacheWithLimits({ ...Options.DefaultMakeCacheSettings, MessageManager: 0 }),
         allowedMentions: { parse: [] },
         rest,
+        ws: { buildStrategy: (manager) => new SimpleShardingStrategy(guardDispatch(manager, log)) },
       });
       listen(start, discord);
       let timer: NodeJS.Timeout | undefined;
@@ -510,6 +516,35 @@ export function toChannelError(what: string, error: unknown): ChannelError {
   if (code === 'TokenInvalid') return new ChannelError('failed', `Discord refused the bot token (${what}): check DISCORD_BOT_TOKEN.`);
   const name = error instanceof Error ? error.name : 'Error';
   return new ChannelError('failed', `Discord could not be reached for ${what} (${name}); check DISCORD_API_URL and the network.`, { retryable: true });
+}
+
+/**
+ * discord.js hands every gateway event to its handlers as it came, without
+ * checking its shape: one malformed event (a message without an author, an
+ * interaction without data) throws out of them, and an exception thrown
+ * there takes the whole process down. The shards' events pass through this
+ * before they reach discord.js: an event its handlers cannot read is dropped
+ * with a warning (its type and the error's name, never its content), and the
+ * connection goes on.
+ */
+function guardDispatch(manager: GatewayManager, log: Logger | undefined): GatewayManager {
+  const emit = (event: string, payload: { data?: { t?: unknown } }): boolean => {
+    try {
+      return (manager.emit as (name: string, ...args: unknown[]) => boolean).call(manager, event, payload);
+    } catch (error) {
+      // Only a platform event is dropped; anything else is the library's own and goes on as it was.
+      if (event !== 'dispatch') throw error;
+      log?.warn({ event: typeof payload.data?.t === 'string' ? payload.data.t.slice(0, 40) : null, err: { name: error instanceof Error ? error.name : 'Error' } }, 'a gateway event Discord sent could not be read and was dropped');
+      return false;
+    }
+  };
+  return new Proxy(manager, {
+    get(target, property) {
+      if (property === 'emit') return emit;
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
 }
 
 /** Why Discord closed the gateway for good, in words an operator can act on. */

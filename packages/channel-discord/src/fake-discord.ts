@@ -68,6 +68,8 @@ export interface FakeDiscord extends FakePlatform {
   edits(): Array<{ id: string; text: string; at: number }>;
   /** The attachment paths the bot downloaded, in order. */
   downloads(): string[];
+  /** Send any gateway event, as it stands (hostile input); resolves once the bot took it. */
+  dispatch(type: string, data: unknown): Promise<void>;
   /** Run a slash command as this person; resolves once the bot took it. */
   slash(from: PlatformUser, chat: 'dm' | 'group', name: string, options: Record<string, string>): Promise<Delivered & { interactionId: string }>;
 }
@@ -704,6 +706,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       return slash(from, chat, name, values);
     },
     slash,
+    dispatch: (type, data) => send(type, data as Record<string, unknown>, 0),
     async redeliver(delivered) {
       const event = dispatched.get(delivered.deliveryId);
       if (event === undefined) throw new Error(`no delivery ${delivered.deliveryId}`);
