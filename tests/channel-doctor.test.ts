@@ -47,7 +47,7 @@ describe('roster doctor, channels', () => {
     });
     expect(telegram.calls).toEqual(['getMe']);
     expect(slack.calls).toEqual(['auth.test']);
-    expect(discord.calls).toEqual(['GET /users/@me']);
+    expect(discord.calls).toEqual(['GET /users/@me', 'GET /applications/@me']);
 
     const bad = await runRoster(['doctor', '--json'], { ...base, TELEGRAM_BOT_TOKEN: '123456:wrong', SLACK_BOT_TOKEN: 'xoxb-wrong', DISCORD_BOT_TOKEN: 'MTA-x' });
     expect(bad.code).toBe(1);

@@ -143,12 +143,18 @@ describe('the Discord adapter against a fake Discord', () => {
     expect(wrong.sessions()).toBe(1);
   });
 
-  it('says whether Discord takes a token (GET /users/@me), without repeating it', async () => {
+  it('says whether Discord takes a token (GET /users/@me) and the Message Content intent is on, without repeating the token', async () => {
     const discord = await fake();
     expect(await checkDiscordToken({ token: discord.token, apiUrl: discord.apiUrl })).toEqual({ ok: true, detail: `token accepted: roster at ${discord.apiUrl}` });
     const wrong = await checkDiscordToken({ token: 'MTA.wrong.token', apiUrl: discord.apiUrl });
     expect(wrong).toEqual({ ok: false, detail: 'Discord refused the bot token (users/@me): check DISCORD_BOT_TOKEN.' });
-    expect(discord.calls).toEqual(['GET /users/@me', 'GET /users/@me']);
+    expect(discord.calls).toEqual(['GET /users/@me', 'GET /applications/@me', 'GET /users/@me']);
+    // The token is right, but Discord would refuse the intents Roster asks for.
+    const off = await fake({ messageContentOff: true });
+    expect(await checkDiscordToken({ token: off.token, apiUrl: off.apiUrl })).toEqual({
+      ok: false,
+      detail: `token accepted: roster at ${off.apiUrl}, but the Message Content intent is off: switch it on in the Developer Portal (Bot → Privileged Gateway Intents)`,
+    });
   });
 });
 

@@ -3,6 +3,7 @@ import { ChannelError, downloadFile, tooLargeText, type ChannelAdapter, type Cha
 import { maxFileBytes, type FileKind, type InboundFile } from '@roster/core';
 import {
   ApplicationCommandOptionType,
+  ApplicationFlags,
   ApplicationIntegrationType,
   ButtonStyle,
   Client,
@@ -568,9 +569,10 @@ function safeError(error: unknown): { name: string; message: string } {
 }
 
 /**
- * Whether Discord takes this bot token: `GET /users/@me` against the API
- * base, within `timeoutMs` (default 5 s). Says why not in words an operator
- * can act on.
+ * Whether Discord takes this bot token (`GET /users/@me` against the API
+ * base) and the application has the Message Content intent switched on
+ * (`GET /applications/@me`), each within `timeoutMs` (default 5 s). Says
+ * why not in words an operator can act on.
  */
 export async function checkDiscordToken(options: { token: string; apiUrl?: string; timeoutMs?: number }): Promise<{ ok: boolean; detail: string }> {
   const rest = new REST({
@@ -579,11 +581,24 @@ export async function checkDiscordToken(options: { token: string; apiUrl?: strin
     retries: 0,
     rejectOnRateLimit: () => true,
   }).setToken(options.token);
+  let me: APIUser;
   try {
-    const me = (await rest.get(Routes.user())) as APIUser;
-    if (me.bot !== true) return { ok: false, detail: 'the token is not a bot’s: DISCORD_BOT_TOKEN is the token on the Bot page of the application' };
-    return { ok: true, detail: `token accepted: ${me.username}${options.apiUrl === undefined ? '' : ` at ${options.apiUrl}`}` };
+    me = (await rest.get(Routes.user())) as APIUser;
   } catch (error) {
     return { ok: false, detail: toChannelError('users/@me', error).message };
   }
+  if (me.bot !== true) return { ok: false, detail: 'the token is not a bot’s: DISCORD_BOT_TOKEN is the token on the Bot page of the application' };
+  const accepted = `token accepted: ${me.username}${options.apiUrl === undefined ? '' : ` at ${options.apiUrl}`}`;
+  // Without the Message Content intent switched on, Discord refuses the gateway connection Roster asks for.
+  let application: { flags?: number };
+  try {
+    application = (await rest.get(Routes.currentApplication())) as { flags?: number };
+  } catch (error) {
+    return { ok: false, detail: `${accepted}, but ${toChannelError('applications/@me', error).message}` };
+  }
+  const messageContent = ApplicationFlags.GatewayMessageContent | ApplicationFlags.GatewayMessageContentLimited;
+  if (((application.flags ?? 0) & messageContent) === 0) {
+    return { ok: false, detail: `${accepted}, but the Message Content intent is off: switch it on in the Developer Portal (Bot → Privileged Gateway Intents)` };
+  }
+  return { ok: true, detail: accepted };
 }

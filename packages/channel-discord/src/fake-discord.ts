@@ -307,6 +307,10 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       return { status: 200, body: { url: gatewayUrl, shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 0, max_concurrency: 1 } } };
     }
     if (method === 'GET' && path === '/users/@me') return { status: 200, body: botUser };
+    if (method === 'GET' && path === '/applications/@me') {
+      // GATEWAY_MESSAGE_CONTENT_LIMITED: the intent switched on, for a bot in fewer than 100 servers.
+      return { status: 200, body: { id: applicationId, name: 'Roster', description: '', bot_public: true, bot_require_code_grant: false, verify_key: 'f'.repeat(64), flags: options.messageContentOff === true ? 0 : 1 << 18, bot: botUser } };
+    }
     if ((match = /^\/applications\/(\d+)\/commands$/.exec(path)) !== null && method === 'PUT') {
       if (match[1] !== applicationId) return error(403, 50001, 'Missing Access');
       const list = Array.isArray(body) ? (body as Array<Record<string, unknown>>) : [];
