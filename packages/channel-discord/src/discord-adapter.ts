@@ -236,26 +236,31 @@ export function createDiscordAdapter(options: DiscordAdapterOptions): DiscordAda
 
   /** Keep an interaction to answer, and defer it when no answer came in time. */
   function track(interaction: ChatInputCommandInteraction | ButtonInteraction, ephemeral: boolean): PendingInteraction {
+    // Counted from its creation by Discord's clock, or from its arrival by ours when this machine's clock runs behind.
+    const since = Math.min(interaction.createdTimestamp, Date.now());
     const entry: PendingInteraction = {
       interaction,
       ephemeral,
       state: 'open',
       queue: Promise.resolve(),
-      expiresAt: interaction.createdTimestamp + interactionLifetimeMs,
+      expiresAt: since + interactionLifetimeMs,
       messages: new Set(),
-      deferTimer: setTimeout(() => {
-        entry.queue = entry.queue.then(async () => {
-          if (entry.state !== 'open') return;
-          entry.state = 'deferring';
-          try {
-            await interaction.deferReply(ephemeral ? { flags: MessageFlags.Ephemeral } : {});
-            entry.state = 'deferred';
-          } catch (error) {
-            entry.state = 'open';
-            log?.warn({ err: safeError(error) }, 'a Discord interaction could not be deferred');
-          }
-        });
-      }, Math.max(0, deferAfterMs - (Date.now() - interaction.createdTimestamp))),
+      deferTimer: setTimeout(
+        () => {
+          entry.queue = entry.queue.then(async () => {
+            if (entry.state !== 'open') return;
+            entry.state = 'deferring';
+            try {
+              await interaction.deferReply(ephemeral ? { flags: MessageFlags.Ephemeral } : {});
+              entry.state = 'deferred';
+            } catch (error) {
+              entry.state = 'open';
+              log?.warn({ err: safeError(error) }, 'a Discord interaction could not be deferred');
+            }
+          });
+        },
+        Math.max(0, deferAfterMs - (Date.now() - since)),
+      ),
     };
     entry.deferTimer.unref();
     pending.set(interaction.id, entry);
