@@ -84,7 +84,7 @@ describe('Discord through roster start', () => {
       refused: (await tx.query<{ count: number }>(`select count from refused_messages where channel = 'discord'`)).rows,
     }));
     expect(kept).toEqual({ strangerConversations: 0, pin: 0, lunch: 0, pinFacts: 0, locker: [{ person: 'Ada' }], refused: [{ count: 1 }] });
-  });
+  }, 120_000);
 
   it('serves a token stored with roster channel add while Roster runs, and lets go of it when removed', async () => {
     const fake = await startFakeDiscord();
@@ -110,5 +110,5 @@ describe('Discord through roster start', () => {
     const removed = await runRoster(['channel', 'remove', 'discord'], env);
     expect(removed.code, removed.stderr).toBe(0);
     await until(() => fake.connected() === 0, 'the gateway to let go of Discord', 30_000);
-  });
+  }, 120_000);
 });
