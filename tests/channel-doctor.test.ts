@@ -4,6 +4,7 @@ import { WhatsAppSessionStore } from '@roster/channel-whatsapp';
 import { testInstallationKey, testSecretKey } from '@roster/config/testing';
 import { openEmbeddedDatabase } from '@roster/db';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startFakeDiscord } from '../packages/channel-discord/src/fake-discord.js';
 import { startFakeSlack } from '../packages/channel-slack/src/fake-slack.js';
 import { startFakeTelegram } from '../packages/channel-telegram/src/fake-telegram.js';
 import { runRoster, tempDataDir } from './support/roster-process.js';
@@ -25,9 +26,11 @@ describe('roster doctor, channels', () => {
     cleanups.push(() => telegram.close());
     const slack = await startFakeSlack();
     cleanups.push(() => slack.close());
+    const discord = await startFakeDiscord();
+    cleanups.push(() => discord.close());
     const dir = dataDir();
     expect((await runRoster(['migrate'], { ROSTER_DATA_DIR: dir })).code).toBe(0);
-    const base = { ROSTER_DATA_DIR: dir, TELEGRAM_API_ROOT: telegram.apiRoot, SLACK_API_URL: slack.apiUrl, SLACK_SIGNING_SECRET: slack.signingSecret };
+    const base = { ROSTER_DATA_DIR: dir, TELEGRAM_API_ROOT: telegram.apiRoot, SLACK_API_URL: slack.apiUrl, SLACK_SIGNING_SECRET: slack.signingSecret, DISCORD_API_URL: discord.apiUrl };
     const channels = (stdout: string) =>
       Object.fromEntries(
         (JSON.parse(stdout) as { checks: Array<{ name: string; status: string; detail: string }> }).checks
@@ -35,34 +38,38 @@ describe('roster doctor, channels', () => {
           .map((check) => [check.name, `${check.status}: ${check.detail}`]),
       );
 
-    const good = await runRoster(['doctor', '--json'], { ...base, TELEGRAM_BOT_TOKEN: telegram.token, SLACK_BOT_TOKEN: slack.botToken });
+    const good = await runRoster(['doctor', '--json'], { ...base, TELEGRAM_BOT_TOKEN: telegram.token, SLACK_BOT_TOKEN: slack.botToken, DISCORD_BOT_TOKEN: discord.token });
     expect(good.code, good.stdout).toBe(0);
     expect(channels(good.stdout)).toEqual({
       telegram: `ok: token accepted: @roster_test_bot at ${telegram.apiRoot}; long polling`,
       slack: 'ok: token accepted: roster in The team; events over HTTP at http://127.0.0.1:8420/slack/events',
-      discord: 'off: not configured (set DISCORD_BOT_TOKEN or run roster channel add discord)',
+      discord: `ok: token accepted: roster at ${discord.apiUrl}; gateway`,
     });
     expect(telegram.calls).toEqual(['getMe']);
     expect(slack.calls).toEqual(['auth.test']);
+    expect(discord.calls).toEqual(['GET /users/@me', 'GET /applications/@me']);
 
     const bad = await runRoster(['doctor', '--json'], { ...base, TELEGRAM_BOT_TOKEN: '123456:wrong', SLACK_BOT_TOKEN: 'xoxb-wrong', DISCORD_BOT_TOKEN: 'MTA-x' });
     expect(bad.code).toBe(1);
     expect(channels(bad.stdout)).toEqual({
       telegram: 'fail: Telegram refused the bot token (getMe): check TELEGRAM_BOT_TOKEN.',
       slack: 'fail: Slack refused the bot token (auth.test: invalid_auth): check SLACK_BOT_TOKEN.',
-      discord: 'fail: configured, but this version of Roster has no discord adapter, so nothing serves it',
+      discord: 'fail: Discord refused the bot token (users/@me): check DISCORD_BOT_TOKEN.',
     });
     // A token stored with roster channel add is checked the same way, with no variable set.
     expect((await runRoster(['channel', 'add', 'telegram', '--token', telegram.token], { ROSTER_DATA_DIR: dir })).code).toBe(0);
+    expect((await runRoster(['channel', 'add', 'discord', '--token', discord.token], { ROSTER_DATA_DIR: dir })).code).toBe(0);
     const stored = await runRoster(['doctor', '--json'], base);
     expect(channels(stored.stdout).telegram).toBe(`ok: token accepted: @roster_test_bot at ${telegram.apiRoot}; long polling`);
+    expect(channels(stored.stdout).discord).toBe(`ok: token accepted: roster at ${discord.apiUrl}; gateway`);
     expect(stored.stdout + stored.stderr).not.toContain(telegram.token);
+    expect(stored.stdout + stored.stderr).not.toContain(discord.token);
 
     // No secret is printed, right or wrong.
-    for (const secret of [telegram.token, slack.botToken, slack.signingSecret, '123456:wrong', 'xoxb-wrong']) {
+    for (const secret of [telegram.token, slack.botToken, slack.signingSecret, discord.token, '123456:wrong', 'xoxb-wrong', 'MTA-x']) {
       expect(good.stdout + good.stderr + bad.stdout + bad.stderr).not.toContain(secret);
     }
-  });
+  }, 180_000);
 });
 
 describe('WhatsApp in roster doctor and roster channel add', () => {

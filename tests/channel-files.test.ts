@@ -8,6 +8,7 @@ import type { Database } from '@roster/db';
 import { openTestDatabase } from '@roster/db/testing';
 import { createRuntime } from '@roster/runtime';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startFakeDiscord, type FakeDiscord } from '../packages/channel-discord/src/fake-discord.js';
 import { startFakeSlack, type FakeSlack } from '../packages/channel-slack/src/fake-slack.js';
 import { startFakeTelegram, type FakeTelegram } from '../packages/channel-telegram/src/fake-telegram.js';
 import { startFakeOpenAi, type FakeRequest } from './support/fake-openai.js';
@@ -15,8 +16,8 @@ import { startFakeOpenAi, type FakeRequest } from './support/fake-openai.js';
 /**
  * An image or a voice note sent on a channel reaches an agent whose engine
  * reads it, as a content part of the current message only; an agent whose
- * engine does not read it says so plainly. Over the real Telegram and Slack
- * adapters against local fakes of their APIs, the real runtime on PGlite,
+ * engine does not read it says so plainly. Over the real Telegram, Slack and
+ * Discord adapters against local fakes of their APIs, the real runtime on PGlite,
  * and a local fake of the OpenAI API that keeps every request as it arrived.
  */
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -198,6 +199,26 @@ describe('files on Slack', () => {
     await until(() => sentTo(slack, chat).includes('I see 1 picture(s).'), 'the reply', 20_000);
     await served.settled();
     expect(slack.downloads()).toHaveLength(1);
+    expect(model.requests[0]!.parts.find((part) => part.type === 'image_url')?.image_url).toEqual({ url: `data:image/jpeg;base64,${photo.toString('base64')}` });
+    expect((await personMessages(database)).at(-1)).toBe('which bird is this?\n[an image]');
+    expect(await holding(database, photo.toString('base64').slice(0, 64), photo.subarray(0, 64))).toEqual({});
+  });
+});
+
+describe('files on Discord', () => {
+  it('an attachment is fetched from its address and reaches the agent that reads images; its bytes are not kept', async () => {
+    const discord: FakeDiscord = await startFakeDiscord();
+    cleanups.push(() => discord.close());
+    const { model, database, user, served } = await setUp(discord);
+    const chat = discord.dmChatId(user);
+    await discord.command(user, 'dm', 'agent Seer');
+    await until(() => sentTo(discord, chat).length === 1, 'the switch');
+
+    const photo = randomBytes(2500);
+    await discord.deliver({ chat: 'dm', from: user, text: 'which bird is this?', attachment: { kind: 'image', data: photo, mediaType: 'image/jpeg', name: 'bird.jpg' } });
+    await until(() => sentTo(discord, chat).includes('I see 1 picture(s).'), 'the reply', 20_000);
+    await served.settled();
+    expect(discord.downloads()).toHaveLength(1);
     expect(model.requests[0]!.parts.find((part) => part.type === 'image_url')?.image_url).toEqual({ url: `data:image/jpeg;base64,${photo.toString('base64')}` });
     expect((await personMessages(database)).at(-1)).toBe('which bird is this?\n[an image]');
     expect(await holding(database, photo.toString('base64').slice(0, 64), photo.subarray(0, 64))).toEqual({});

@@ -5,12 +5,13 @@ import { until } from '@roster/channels/conformance';
 import { openTestDatabase } from '@roster/db/testing';
 import { createRuntime } from '@roster/runtime';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startFakeDiscord } from '../packages/channel-discord/src/fake-discord.js';
 import { startFakeSlack } from '../packages/channel-slack/src/fake-slack.js';
 import { startFakeTelegram } from '../packages/channel-telegram/src/fake-telegram.js';
 import { startFakeOpenAi } from './support/fake-openai.js';
 
 /**
- * A long answer streams on Telegram and Slack: sent as it stands once it has
+ * A long answer streams on Telegram, Slack and Discord: sent as it stands once it has
  * been written for a while, then edited as it grows, no more often than the
  * bound, and finally replaced by the whole reply. The model is a local fake
  * of the OpenAI API that writes its answer in pieces, with pauses.
@@ -24,7 +25,7 @@ const everyMs = 300;
 const pieces = Array.from({ length: 10 }, (_, index) => `Part ${index + 1} of the plan is settled. `);
 const whole = pieces.join('').trim();
 
-async function setUp(platform: Awaited<ReturnType<typeof startFakeTelegram>> | Awaited<ReturnType<typeof startFakeSlack>>, answer: { text: string; pieces: string[] }) {
+async function setUp(platform: Awaited<ReturnType<typeof startFakeTelegram>> | Awaited<ReturnType<typeof startFakeSlack>> | Awaited<ReturnType<typeof startFakeDiscord>>, answer: { text: string; pieces: string[] }) {
   const model = await startFakeOpenAi(() => ({ ...answer, pauseMs: 120 }));
   cleanups.push(() => model.close());
   const test = await openTestDatabase();
@@ -43,6 +44,7 @@ async function setUp(platform: Awaited<ReturnType<typeof startFakeTelegram>> | A
 describe.each([
   ['telegram', () => startFakeTelegram()],
   ['slack', () => startFakeSlack()],
+  ['discord', () => startFakeDiscord()],
 ] as const)('streaming a long answer on %s', (_name, start) => {
   it('sends the answer as it stands, edits it as it grows at a bounded rate, and ends with the whole reply', async () => {
     const platform = await start();

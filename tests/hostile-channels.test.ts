@@ -7,6 +7,7 @@ import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
 import { createRuntime, type Runtime } from '@roster/runtime';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeDiscord, type FakeDiscord } from '../packages/channel-discord/src/fake-discord.js';
 import { fakeSlackBot, startFakeSlack, type FakeSlack } from '../packages/channel-slack/src/fake-slack.js';
 import { startFakeTelegram, type FakeTelegram } from '../packages/channel-telegram/src/fake-telegram.js';
 import { telegramSecretHeader } from '../packages/channel-telegram/src/telegram-adapter.js';
@@ -16,7 +17,9 @@ import { telegramSecretHeader } from '../packages/channel-telegram/src/telegram-
  * served through serveChannel against a real runtime: Slack events over HTTP
  * (Bolt's receiver, each body correctly signed), Telegram updates through the
  * webhook entry (with the right secret) and through long polling (the fake
- * Bot API's getUpdates). Random JSON, message- and button-shaped objects with
+ * Bot API's getUpdates), Discord gateway events (MESSAGE_CREATE,
+ * INTERACTION_CREATE and others, over the fake gateway's WebSocket, read by
+ * the real discord.js client). Random JSON, message- and button-shaped objects with
  * wrong types, NUL bytes, lone surrogates, oversized texts, JSON nested
  * 10,000 deep, bytes that are no UTF-8. Expected: nothing thrown out of the
  * process, no 500 from a webhook entry, nothing stored (none of it is a
@@ -28,6 +31,7 @@ let roster: Runtime;
 let slack: FakeSlack;
 let telegramHook: FakeTelegram;
 let telegramPoll: FakeTelegram;
+let discord: FakeDiscord;
 const served: ServedChannel[] = [];
 const escaped: unknown[] = [];
 const onEscape = (error: unknown) => escaped.push(error);
@@ -37,6 +41,7 @@ const cases = new Map<string, Map<string, number>>();
 const slackRuns = 10;
 const webhookRuns = 30;
 const pollingRuns = 12;
+const gatewayRuns = 15;
 
 function count(subject: string, kind: string): void {
   const kinds = cases.get(subject) ?? new Map<string, number>();
@@ -157,6 +162,77 @@ const telegramKinds = (depths: number[]): Record<string, fc.Arbitrary<unknown>> 
 });
 
 // ---------------------------------------------------------------------------
+// Discord gateway events.
+
+const discordKinds = (fake: FakeDiscord): Record<string, fc.Arbitrary<{ type: string; data: unknown }>> => {
+  const id = fc.oneof(fc.bigInt({ min: 10n ** 17n, max: 10n ** 19n }).map(String), wrongType, nastyString);
+  const channelId = fc.oneof(fc.constant(fake.groupChatId), fc.constant(fake.dmChatId(fake.user(8))), id);
+  const user = fc.oneof(fc.record({ id, username: fc.oneof(nastyString, wrongType), global_name: fc.oneof(nastyString, wrongType), bot: fc.oneof(fc.boolean(), wrongType) }, { requiredKeys: [] }), wrongType);
+  const attachment = fc.record(
+    { id, filename: fc.oneof(nastyString, wrongType), size: fc.oneof(fc.integer(), wrongType), url: fc.oneof(nastyString, wrongType), content_type: fc.oneof(fc.constantFrom('image/png', 'audio/ogg', 'video/mp4'), nastyString, wrongType), waveform: fc.oneof(nastyString, wrongType) },
+    { requiredKeys: [] },
+  );
+  const message = (content: fc.Arbitrary<unknown>) =>
+    fc.record(
+      {
+        id,
+        channel_id: channelId,
+        channel_type: fc.oneof(fc.constantFrom(0, 1), wrongType),
+        guild_id: fc.oneof(fc.constant(fake.guildId), wrongType),
+        author: user,
+        content: fc.oneof(content, fc.constant(`<@${fake.botId}> /link 0000`)),
+        mentions: fc.oneof(fc.array(user, { maxLength: 2 }), wrongType),
+        attachments: fc.oneof(fc.array(attachment, { maxLength: 2 }), wrongType),
+        message_reference: fc.oneof(fc.record({ message_id: id }, { requiredKeys: [] }), wrongType),
+        referenced_message: fc.oneof(fc.record({ id, author: user, content: nastyString }, { requiredKeys: [] }), wrongType),
+        type: fc.oneof(fc.constantFrom(0, 19), wrongType),
+        flags: fc.oneof(fc.integer(), wrongType),
+      },
+      { requiredKeys: [] },
+    );
+  const interaction = fc.record(
+    {
+      id,
+      application_id: fc.oneof(fc.constant(fake.applicationId), wrongType),
+      type: fc.oneof(fc.constantFrom(2, 3), wrongType),
+      data: fc.oneof(
+        fc.record(
+          {
+            name: fc.oneof(fc.constantFrom('agents', 'agent', 'link', 'forget'), nastyString),
+            type: fc.oneof(fc.constant(1), wrongType),
+            options: fc.oneof(fc.array(fc.record({ name: fc.oneof(fc.constantFrom('name', 'code', 'words'), nastyString), type: fc.oneof(fc.constant(3), wrongType), value: fc.oneof(nastyString, wrongType) }, { requiredKeys: [] }), { maxLength: 2 }), wrongType),
+            custom_id: fc.oneof(fc.uuid().map((approval) => `roster:approve:${approval}`), nastyString, wrongType),
+            component_type: fc.oneof(fc.constant(2), wrongType),
+          },
+          { requiredKeys: [] },
+        ),
+        wrongType,
+      ),
+      channel_id: channelId,
+      channel: fc.oneof(fc.record({ id: channelId, type: fc.oneof(fc.constantFrom(0, 1), wrongType) }, { requiredKeys: [] }), wrongType),
+      user,
+      member: fc.oneof(fc.record({ user }, { requiredKeys: [] }), wrongType),
+      guild_id: fc.oneof(fc.constant(fake.guildId), wrongType),
+      token: fc.oneof(nastyString, wrongType),
+      message: fc.oneof(message(nastyString), wrongType),
+    },
+    { requiredKeys: [] },
+  );
+  const eventType = fc.oneof(fc.constantFrom('MESSAGE_CREATE', 'INTERACTION_CREATE', 'MESSAGE_UPDATE', 'TYPING_START', 'CHANNEL_CREATE'), nastyString);
+  return {
+    'random JSON': fc.record({ type: eventType, data: fc.jsonValue() }),
+    'messages with wrong types': fc.record({ type: fc.constant('MESSAGE_CREATE'), data: fc.oneof(message(fc.oneof(nastyString, wrongType)), wrongType) }),
+    'slash commands and button presses': fc.record({ type: fc.constant('INTERACTION_CREATE'), data: fc.oneof(interaction, wrongType) }),
+    // The fake gateway writes each event with JSON.stringify, which recurses: 1,000 deep is what it sends.
+    'deep JSON': fc.oneof(
+      deepValue([1_000]).map((value) => ({ type: 'MESSAGE_CREATE', data: value })),
+      message(deepValue([1_000])).map((data) => ({ type: 'MESSAGE_CREATE', data })),
+    ),
+    oversized: message(fc.integer({ min: 64 * 1024, max: 1_000_000 }).map((length) => 'w'.repeat(length))).map((data) => ({ type: 'MESSAGE_CREATE', data })),
+  };
+};
+
+// ---------------------------------------------------------------------------
 // Slack events.
 
 const slackId = fc.oneof(fc.stringMatching(/^[UDCWB][A-Z0-9]{6,10}$/), nastyString, wrongType);
@@ -261,17 +337,21 @@ beforeAll(async () => {
   const ada = await directory.addPerson({ name: 'Ada' });
   await directory.bindChannel({ channel: 'slack', agent: 'Scout' });
   await directory.bindChannel({ channel: 'telegram', agent: 'Scout' });
+  await directory.bindChannel({ channel: 'discord', agent: 'Scout' });
 
   slack = await startFakeSlack();
   telegramHook = await startFakeTelegram({ webhook: true });
   telegramPoll = await startFakeTelegram();
+  discord = await startFakeDiscord();
   await directory.linkIdentity(ada.id, 'slack', slack.user(1).id);
   await directory.linkIdentity(ada.id, 'telegram', telegramHook.user(2).id);
-  for (const adapter of [slack.adapter, telegramHook.adapter, telegramPoll.adapter]) served.push(await serveChannel({ adapter, core: roster.core }));
+  await directory.linkIdentity(ada.id, 'discord', discord.user(2).id);
+  for (const adapter of [slack.adapter, telegramHook.adapter, telegramPoll.adapter, discord.adapter]) served.push(await serveChannel({ adapter, core: roster.core }));
 
   // A stranger's message bumps the day's count of refusals (one row per channel and day, no words): made here, before the counts are taken.
   await slack.deliver({ chat: 'dm', from: slack.user(9), text: 'hello' });
   await telegramHook.deliver({ chat: 'dm', from: telegramHook.user(9), text: 'hello' });
+  await discord.deliver({ chat: 'dm', from: discord.user(9), text: 'hello' });
   await settled();
 });
 
@@ -283,6 +363,7 @@ afterAll(async () => {
   await slack?.close();
   await telegramHook?.close();
   await telegramPoll?.close();
+  await discord?.close();
   await test?.cleanup();
   process.off('unhandledRejection', onEscape);
   process.off('uncaughtException', onEscape);
@@ -348,6 +429,25 @@ describe('hostile inbound payloads on every channel', () => {
     expect(escaped).toEqual([]);
   });
 
+  it('Discord gateway events, read by discord.js: nothing thrown, nothing stored, the connection goes on', async () => {
+    const rows = await tableRows();
+    const ada = discord.user(2).id;
+    for (const [kind, arbitrary] of Object.entries(discordKinds(discord))) {
+      await fc.assert(
+        fc.asyncProperty(arbitrary.filter(notLinked(ada)), async (event) => {
+          count('discord gateway', kind);
+          // Resolves once the client has handled it (its heartbeat reports the event's sequence).
+          await discord.dispatch(event.type, event.data);
+        }),
+        { numRuns: gatewayRuns },
+      );
+      await settled();
+      expect(await tableRows(), kind).toEqual(rows);
+    }
+    expect(discord.sessions()).toBe(1);
+    expect(escaped).toEqual([]);
+  });
+
   it('still answers a linked person on each channel afterwards', async () => {
     const before = await tableRows();
     const question = 'what do you know about my desk?';
@@ -361,6 +461,11 @@ describe('hostile inbound payloads on every channel', () => {
     await telegramHook.deliver({ chat: 'dm', from: adaOnTelegram, text: question });
     await settled();
     expect(telegramHook.sent().filter((message) => message.chatId === telegramHook.dmChatId(adaOnTelegram)).map((message) => message.text)).toEqual([answer]);
+
+    const adaOnDiscord = discord.user(2);
+    await discord.deliver({ chat: 'dm', from: adaOnDiscord, text: question });
+    await settled();
+    expect(discord.sent().filter((message) => message.chatId === discord.dmChatId(adaOnDiscord)).map((message) => message.text)).toEqual([answer]);
 
     // Long polling still takes updates: a stranger gets the pairing hint.
     const stranger = telegramPoll.user(7);

@@ -1,6 +1,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serveChannel, type ChannelAdapter, type ChannelCredentialStore, type ServedChannel } from '@roster/channels';
+import { checkDiscordToken, createDiscordAdapter } from '@roster/channel-discord';
 import { checkSlackToken, createSlackAdapter, slackEventsPath, type SlackAdapter } from '@roster/channel-slack';
 import { checkTelegramToken, createTelegramAdapter, telegramWebhookPath, type TelegramAdapter } from '@roster/channel-telegram';
 import { createWhatsAppAdapter, readWhatsAppLink, type WhatsAppSocketFactory } from '@roster/channel-whatsapp';
@@ -26,6 +27,7 @@ export type ChannelConfig = Pick<
   | 'TELEGRAM_API_ROOT'
   | 'TELEGRAM_WEBHOOK_URL'
   | 'DISCORD_BOT_TOKEN'
+  | 'DISCORD_API_URL'
   | 'SLACK_BOT_TOKEN'
   | 'SLACK_APP_TOKEN'
   | 'SLACK_SIGNING_SECRET'
@@ -95,8 +97,8 @@ function serverAddress(config: Pick<ChannelConfig, 'HOST' | 'PORT'>): string {
 
 /**
  * Each channel checked against its platform: a configured token is tried
- * (Telegram's getMe, Slack's auth.test) and called ok only when the platform
- * takes it; a channel this version cannot serve says so.
+ * (Telegram's getMe, Slack's auth.test, Discord's GET /users/@me) and called
+ * ok only when the platform takes it; WhatsApp's link is read from the database.
  */
 export async function checkChannels(config: ChannelConfig, options: { timeoutMs?: number; database?: Database } = {}): Promise<ChannelCheck[]> {
   return Promise.all(
@@ -114,10 +116,12 @@ export async function checkChannels(config: ChannelConfig, options: { timeoutMs?
           const mode = config.SLACK_APP_TOKEN !== undefined ? 'Socket Mode' : `events over HTTP at ${serverAddress(config)}${slackEventsPath}`;
           return { channel, status: check.ok ? 'ok' : 'fail', detail: check.ok ? `${check.detail}; ${mode}` : check.detail };
         }
+        case 'discord': {
+          const check = await checkDiscordToken({ token: config.DISCORD_BOT_TOKEN!, ...(config.DISCORD_API_URL === undefined ? {} : { apiUrl: config.DISCORD_API_URL }), ...timeout });
+          return { channel, status: check.ok ? 'ok' : 'fail', detail: check.ok ? `${check.detail}; gateway` : check.detail };
+        }
         case 'whatsapp':
           return { channel, ...(await checkWhatsApp(options.database)) };
-        default:
-          return { channel, status: 'fail', detail: `configured, but this version of Roster has no ${channel} adapter, so nothing serves it` };
       }
     }),
   );
@@ -215,14 +219,14 @@ function settingsOf(channel: ChannelName, config: ChannelConfig): string {
     case 'slack':
       return JSON.stringify([config.SLACK_BOT_TOKEN, config.SLACK_APP_TOKEN, config.SLACK_SIGNING_SECRET, config.SLACK_API_URL]);
     case 'discord':
-      return JSON.stringify([config.DISCORD_BOT_TOKEN]);
+      return JSON.stringify([config.DISCORD_BOT_TOKEN, config.DISCORD_API_URL]);
     case 'whatsapp':
       return JSON.stringify([config.WHATSAPP_ENABLED]);
   }
 }
 
-/** The adapter for a configured channel, or null when this version has none for it. */
-function adapterFor(channel: ChannelName, config: ChannelConfig, options: GatewayOptions): ChannelAdapter | null {
+/** The adapter for a configured channel. */
+function adapterFor(channel: ChannelName, config: ChannelConfig, options: GatewayOptions): ChannelAdapter {
   const { key, logger } = options;
   switch (channel) {
     case 'telegram':
@@ -240,6 +244,12 @@ function adapterFor(channel: ChannelName, config: ChannelConfig, options: Gatewa
         ...(config.SLACK_API_URL === undefined ? {} : { apiUrl: config.SLACK_API_URL }),
         logger,
       });
+    case 'discord':
+      return createDiscordAdapter({
+        token: config.DISCORD_BOT_TOKEN!,
+        ...(config.DISCORD_API_URL === undefined ? {} : { apiUrl: config.DISCORD_API_URL }),
+        logger,
+      });
     case 'whatsapp':
       return createWhatsAppAdapter({
         database: options.database,
@@ -247,8 +257,6 @@ function adapterFor(channel: ChannelName, config: ChannelConfig, options: Gatewa
         logger,
         ...(options.whatsappSocketFactory === undefined ? {} : { socketFactory: options.whatsappSocketFactory }),
       });
-    default:
-      return null;
   }
 }
 
@@ -291,9 +299,8 @@ interface Running {
  * The channel gateway: one adapter per configured channel (from the
  * environment, else from stored credentials), each served through the
  * conversation core (`serveChannel`), with the owner's pending approvals
- * pushed to the owner's handles. A configured channel without an adapter is
- * reported, not silently dropped; one that fails to start stops the gateway
- * with its reason, after stopping the others. Stored credentials are looked
+ * pushed to the owner's handles. A channel that fails to start stops the
+ * gateway with its reason, after stopping the others. Stored credentials are looked
  * at every few seconds: a channel whose settings changed is restarted, one
  * whose credentials were removed is stopped.
  */
@@ -336,10 +343,6 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
 
   async function startChannel(channel: ChannelName, config: ChannelConfig): Promise<void> {
     const adapter = adapterFor(channel, config, options);
-    if (adapter === null) {
-      log.warn({ channel }, 'channel is configured but this version of Roster has no adapter for it yet');
-      return;
-    }
     const served = await serveChannel({
       adapter,
       core: options.core,

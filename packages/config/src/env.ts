@@ -287,6 +287,11 @@ export const environment = {
     description: 'A Discord bot token; the gateway serves Discord when set.',
     secret: true,
   },
+  DISCORD_API_URL: {
+    schema: optionalUrl(['http:', 'https:']),
+    example: 'https://discord.com/api',
+    description: 'Another Discord REST API base, without the version (a proxy); the gateway address is asked of it. Unset: Discord’s own.',
+  },
   SLACK_BOT_TOKEN: {
     schema: optionalSecret(),
     example: 'xoxb-…',

@@ -1,0 +1,11 @@
+export {
+  checkDiscordToken,
+  createDiscordAdapter,
+  discordApiUrl,
+  discordCommands,
+  discordIntents,
+  discordTextLimit,
+  toChannelError,
+  type DiscordAdapter,
+  type DiscordAdapterOptions,
+} from './discord-adapter.js';
