@@ -63,7 +63,7 @@ describe('version and help', () => {
       'memory history', 'jobs run', 'mirror report', 'approvals', 'lessons', 'audit head', 'audit verify', 'login-link', 'doctor',
     ];
     for (const command of commands) expect(overview.stdout).toContain(`roster ${command}`);
-    expect(overview.stdout).toContain('<fade|harvest|mirror|review|extract|embed|episodes|erase>');
+    expect(overview.stdout).toContain('<fade|harvest|mirror|review|extract|embed|episodes|erase|vacuum>');
     expect(Math.max(...lines.map(characters))).toBeLessThanOrEqual(100);
 
     const groups = ['db', 'agent', 'person', 'memory', 'jobs', 'mirror', 'audit'];

@@ -47,7 +47,7 @@ describe('Bull Board', () => {
     const local = await server.request('GET', `${bullBoardPath}/api/queues`, { as: owner });
     expect(local.statusCode).toBe(200);
     const body = local.json() as { queues: Array<{ name: string; counts: Record<string, number>; readOnlyMode: boolean }> };
-    expect(body.queues.map((queue) => queue.name).sort()).toEqual(['embed', 'episodes', 'erase', 'extract', 'fade', 'harvest', 'mirror', 'review']);
+    expect(body.queues.map((queue) => queue.name).sort()).toEqual(['embed', 'episodes', 'erase', 'extract', 'fade', 'harvest', 'mirror', 'review', 'vacuum']);
     expect(body.queues.find((queue) => queue.name === 'fade')).toMatchObject({ counts: expect.objectContaining({ waiting: 1 }), readOnlyMode: false });
     expect((await server.request('GET', bullBoardPath, { as: owner })).statusCode).toBe(200);
     // The owner's changes must come from a page of this server (its Origin): another site's form cannot make one.
@@ -79,12 +79,12 @@ describe('Bull Board', () => {
 });
 
 describe('schedules', () => {
-  it('registers the nightly and idle schedules once, however many workers start', async () => {
+  it('registers the nightly, idle and vacuum schedules once, however many workers start', async () => {
     const prefix = `test-${randomUUID()}`;
     const first = await queues(prefix);
     const second = createQueues(connectionFromUrl(redisUrl), prefix);
     cleanups.push(() => second.close());
-    const schedule = { hour: 4, timezone: 'Europe/Rome', idleCheckMs: 600_000, idleMinutes: 30 };
+    const schedule = { hour: 4, timezone: 'Europe/Rome', idleCheckMs: 600_000, idleMinutes: 30, vacuumEveryMs: 3_600_000 };
     await Promise.all([registerSchedulers(first, schedule), registerSchedulers(second, schedule), registerSchedulers(first, schedule)]);
 
     const schedulers = (await Promise.all(Object.values(first.queues).map((queue) => queue.getJobSchedulers()))).flat();
@@ -95,7 +95,8 @@ describe('schedules', () => {
       'nightly-harvest',
       'nightly-mirror',
       'nightly-review',
-    ]);
+      'every-vacuum',
+    ].sort());
     const mirror = schedulers.find((scheduler) => scheduler.key === 'nightly-mirror');
     expect(mirror).toMatchObject({ pattern: '20 4 * * *', tz: 'Europe/Rome' });
   });
