@@ -1,8 +1,8 @@
 import { createChannelCredentialStore, credentialSpecs, type CredentialChannel } from '@roster/channels';
-import { linkWhatsApp, qrText } from '@roster/channel-whatsapp';
 import type { Channel, ChannelBinding } from '@roster/core';
 import { UsageError } from '@roster/errors';
-import { channelStatus, withStoredCredentials } from '@roster/gateway';
+// The light part of the gateway: the channel commands do not load every platform's library.
+import { channelStatus, withStoredCredentials } from '@roster/gateway/settings';
 import type { CommandIo } from '../io.js';
 import { exitCode } from '../io.js';
 import { parseCommand } from '../parse.js';
@@ -116,6 +116,7 @@ export async function runChannelAdd(args: string[], io: CommandIo): Promise<numb
       const stop = new AbortController();
       void io.stopSignal.then(() => stop.abort());
       let shown = 0;
+      const { linkWhatsApp, qrText } = await import('@roster/channel-whatsapp');
       const link = await linkWhatsApp({
         database,
         key,
