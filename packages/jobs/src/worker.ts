@@ -201,7 +201,9 @@ function redisState(log: Logger | undefined) {
     log?.warn({ redis: 'unreachable', reason: typeof code === 'string' ? code : error.message }, 'Redis is unreachable: jobs wait, and turns keep their jobs in the outbox until it is back');
   };
   return {
-    failed,
+    // What the connections report comes late and out of order (a connection still retrying after Redis is back):
+    // only the watch's own ping decides the state; the connections' errors are noted at debug level.
+    failed: (error: Error) => log?.debug({ err: { message: error.message } }, 'a Redis connection failed'),
     watch(connection: ConnectionOptions, onReturn: () => Promise<void>) {
       // A connection of its own that tries again every second, so that Redis's return is seen within moments of it.
       const client = isClient(connection)
