@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort, runRoster, startRoster, tempDataDir, type RunningRoster } from './support/roster-process.js';
+import { runRoster, signInThrough, startListening, tempDataDir, type RunningRoster } from './support/roster-process.js';
 
 const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
@@ -11,19 +11,11 @@ afterEach(async () => {
 });
 
 async function start(env: Record<string, string>): Promise<{ roster: RunningRoster; address: string }> {
-  const roster = startRoster(['start'], { ...env, PORT: String(await freePort()) });
+  const started = await startListening(env);
   cleanups.push(async () => {
-    if (roster.child.exitCode === null && roster.child.signalCode === null) roster.child.kill('SIGKILL');
+    if (started.roster.child.exitCode === null && started.roster.child.signalCode === null) started.roster.child.kill('SIGKILL');
   });
-  const [, address] = (await roster.waitForOutput(/running at (http:\/\/\S+)/)) as RegExpMatchArray;
-  return { roster, address: address! };
-}
-
-async function signIn(address: string, env: Record<string, string>): Promise<{ cookie: string; csrfToken: string }> {
-  const link = (await runRoster(['login-link'], env)).stdout.trim();
-  const login = await fetch(`${address}/api/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: new URL(link).hash.slice(1) }) });
-  expect(login.status).toBe(200);
-  return { cookie: login.headers.get('set-cookie')!.split(';')[0]!, csrfToken: ((await login.json()) as { csrfToken: string }).csrfToken };
+  return started;
 }
 
 describe('roster start killed (kill -9) during a burst of turns', () => {
@@ -34,7 +26,7 @@ describe('roster start killed (kill -9) during a burst of turns', () => {
     expect((await runRoster(['agent', 'add', '--name', 'Scout', '--job', 'finds and checks sources'], env)).code).toBe(0);
     const first = await start(env);
     await first.roster.waitForOutput(/Made the first owner/);
-    const session = await signIn(first.address, env);
+    const session = await signInThrough(first.address, env);
 
     // Two streams at a time, for as long as the process lives; a turn counts as acknowledged when its done event arrived.
     const acknowledged: number[] = [];
@@ -64,7 +56,7 @@ describe('roster start killed (kill -9) during a burst of turns', () => {
 
     // The next start opens the folder cleanly: no stale lock or socket stops it.
     const second = await start(env);
-    const again = await signIn(second.address, env);
+    const again = await signInThrough(second.address, env);
     const history = (await (await fetch(`${second.address}/api/chat/history?limit=500`, { headers: { cookie: again.cookie } })).json()) as { messages: Array<{ role: string; text: string }> };
     const memory = (await runRoster(['memory', 'list', '--agent', 'Scout', '--person', 'owner', '--json'], env)).stdout;
     const facts = (JSON.parse(memory) as Array<{ content: string }>).map((fact) => fact.content);

@@ -6,7 +6,7 @@ import { openEmbeddedDatabase } from '@roster/db';
 import { connectionFromUrl, createQueues, jobNames } from '@roster/jobs';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort, runRoster, startRoster, tempDataDir, type RunningRoster } from './support/roster-process.js';
+import { runRoster, signInThrough, startListening, tempDataDir, type RunningRoster } from './support/roster-process.js';
 
 const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
@@ -15,12 +15,11 @@ afterEach(async () => {
 });
 
 async function start(env: Record<string, string>): Promise<{ roster: RunningRoster; address: string }> {
-  const roster = startRoster(['start'], { ...env, PORT: String(await freePort()) });
+  const started = await startListening(env);
   cleanups.push(async () => {
-    if (roster.child.exitCode === null && roster.child.signalCode === null) await roster.stop();
+    if (started.roster.child.exitCode === null && started.roster.child.signalCode === null) await started.roster.stop();
   });
-  const [, address] = (await roster.waitForOutput(/running at (http:\/\/\S+)/)) as RegExpMatchArray;
-  return { roster, address: address! };
+  return started;
 }
 
 describe('two of each process on one database and one Redis', () => {
@@ -42,11 +41,7 @@ describe('two of each process on one database and one Redis', () => {
 
     // One person, signed in once: the session is in the shared database, so both servers take it.
     await one.roster.waitForOutput(/Made the first owner/);
-    const link = (await runRoster(['login-link'], env)).stdout.trim();
-    const login = await fetch(`${one.address}/api/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: new URL(link).hash.slice(1) }) });
-    expect(login.status).toBe(200);
-    const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
-    const { csrfToken } = (await login.json()) as { csrfToken: string };
+    const { cookie, csrfToken } = await signInThrough(one.address, env);
     const say = async (address: string, message: string) => {
       const response = await fetch(`${address}/api/chat`, {
         method: 'POST',

@@ -114,3 +114,23 @@ export function isRunning(pid: number): boolean {
     return false;
   }
 }
+
+/** `roster start` on a free loopback port, once it says where it runs. */
+export async function startListening(env: Record<string, string>): Promise<{ roster: RunningRoster; address: string }> {
+  const roster = startRoster(['start'], { ...env, PORT: String(await freePort()) });
+  try {
+    const [, address] = await roster.waitForOutput(/running at (http:\/\/\S+)/);
+    return { roster, address: address! };
+  } catch (error) {
+    roster.child.kill('SIGKILL');
+    throw error;
+  }
+}
+
+/** Sign the first owner in to the server at `address` with a link from `roster login-link`: the session's cookie and CSRF token. */
+export async function signInThrough(address: string, env: Record<string, string>): Promise<{ cookie: string; csrfToken: string }> {
+  const link = (await runRoster(['login-link'], env)).stdout.trim();
+  const login = await fetch(`${address}/api/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: new URL(link).hash.slice(1) }) });
+  if (login.status !== 200) throw new Error(`signing in failed: ${login.status} ${await login.text()}`);
+  return { cookie: login.headers.get('set-cookie')!.split(';')[0]!, csrfToken: ((await login.json()) as { csrfToken: string }).csrfToken };
+}
