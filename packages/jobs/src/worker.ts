@@ -110,7 +110,7 @@ export async function registerSchedulers(queues: QueueSet, schedule: ScheduleOpt
 export async function startJobWorker(options: JobWorkerOptions): Promise<JobWorker> {
   const log = options.logger?.child({ component: 'worker' });
   const redis = redisState(log);
-  const queues = createQueues(options.connection, options.prefix, redis.failed);
+  const queues = createQueues(options.connection, options.prefix, redis.connectionError);
   const schedule: ScheduleOptions = {
     hour: options.schedule?.hour ?? 3,
     timezone: options.schedule?.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
@@ -133,12 +133,12 @@ export async function startJobWorker(options: JobWorkerOptions): Promise<JobWork
   );
   for (const worker of workers) {
     worker.on('failed', (job, error) => log?.warn({ queue: worker.name, job: job?.id, err: error }, 'job failed'));
-    worker.on('error', (error) => redis.failed(error));
+    worker.on('error', (error) => redis.connectionError(error));
   }
   const relay =
     options.relay === false
       ? undefined
-      : startRelayLoop(options.database, queues, { ...(options.relayIntervalMs === undefined ? {} : { intervalMs: options.relayIntervalMs }), ...(log === undefined ? {} : { logger: log }), onRedisError: redis.failed });
+      : startRelayLoop(options.database, queues, { ...(options.relayIntervalMs === undefined ? {} : { intervalMs: options.relayIntervalMs }), ...(log === undefined ? {} : { logger: log }), onRedisError: redis.connectionError });
   // On Redis's return, the schedules are registered again if it came back without them (a restart with no persistence).
   const watch = redis.watch(options.connection, async () => {
     if (options.schedulers === false) return;
@@ -194,7 +194,7 @@ const redisCheckMs = 2_000;
  */
 function redisState(log: Logger | undefined) {
   let reachable = true;
-  const failed = (error: Error) => {
+  const wentAway = (error: Error) => {
     if (!reachable) return;
     reachable = false;
     const code = (error as { code?: unknown }).code;
@@ -203,7 +203,7 @@ function redisState(log: Logger | undefined) {
   return {
     // What the connections report comes late and out of order (a connection still retrying after Redis is back):
     // only the watch's own ping decides the state; the connections' errors are noted at debug level.
-    failed: (error: Error) => log?.debug({ err: { message: error.message } }, 'a Redis connection failed'),
+    connectionError: (error: Error) => log?.debug({ err: { message: error.message } }, 'a Redis connection failed'),
     watch(connection: ConnectionOptions, onReturn: () => Promise<void>) {
       // A connection of its own that tries again every second, so that Redis's return is seen within moments of it.
       const client = isClient(connection)
@@ -221,7 +221,7 @@ function redisState(log: Logger | undefined) {
             await onReturn();
           }
         } catch (error) {
-          failed(error as Error);
+          wentAway(error as Error);
         }
         if (!stopped) timer = setTimeout(() => void check(), redisCheckMs);
       };
