@@ -65,6 +65,16 @@ async function unlabelledControls(page: Page): Promise<string[]> {
   );
 }
 
+/**
+ * Choose whom to talk to, and wait for that conversation's page: until it is drawn, the previous
+ * one (its log and its message box) is still on screen, and words typed there go nowhere.
+ */
+async function talkTo(page: Page, whom: string): Promise<void> {
+  await page.getByLabel('Talk to', { exact: true }).selectOption(whom);
+  await expect.poll(() => new URL(page.url()).search).toBe(whom === 'team' ? '?team=true' : `?agent=${whom}`);
+  await page.getByRole('log', { name: whom === 'team' ? 'Conversation with the whole team' : `Conversation with ${whom}`, exact: true }).waitFor({ state: 'attached' });
+}
+
 async function say(page: Page, words: string): Promise<void> {
   const before = await page.locator('li.turn.theirs').count();
   await page.getByLabel('Message', { exact: true }).fill(words);
@@ -348,8 +358,7 @@ describe('the web page in a browser', () => {
     await page.goto(await roster.loginLink(bob));
     await expect.poll(() => new URL(page.url()).pathname).toBe('/chat');
     expect(await page.getByRole('navigation', { name: 'Main' }).getByRole('link').allTextContents()).toEqual(['Chat', 'Memory', 'Account']);
-    await page.getByLabel('Talk to', { exact: true }).selectOption('Guide');
-    await expect.poll(() => new URL(page.url()).search).toBe('?agent=Guide');
+    await talkTo(page, 'Guide');
     await say(page, 'remember that my bike is the red one');
     expect(await page.locator('li.turn.theirs > p').last().textContent()).toBe('Noted: my bike is the red one');
 
@@ -389,8 +398,7 @@ describe('the web page in a browser', () => {
 
     // The whole team: every active agent answers the one message, each in its own reply.
     await open(page, 'Chat', 'Chat');
-    await page.getByLabel('Talk to', { exact: true }).selectOption('team');
-    await expect.poll(() => new URL(page.url()).search).toBe('?team=true');
+    await talkTo(page, 'team');
     await page.getByLabel('Message', { exact: true }).fill('hello, everyone');
     await page.getByLabel('Message', { exact: true }).press('Enter');
     await expect.poll(() => page.locator('li.turn.theirs details.used').count(), { timeout: 90_000 }).toBe(active.length);
@@ -398,7 +406,7 @@ describe('the web page in a browser', () => {
     await shot(page, 'chat-team');
 
     // Two preferences said twice to Atlas: the review proposes two lessons.
-    await page.getByLabel('Talk to', { exact: true }).selectOption('Atlas');
+    await talkTo(page, 'Atlas');
     for (const words of ['from now on, show distances in kilometres', 'next time show distances in kilometres', 'from now on, name the nearest station', 'next time name the nearest station']) {
       await say(page, words);
     }

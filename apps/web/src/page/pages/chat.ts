@@ -81,7 +81,7 @@ export async function chatPage(context: PageContext): Promise<void> {
   }
 
   const history = await api<{ conversationId: string | null; messages: TranscriptLine[] }>('GET', `/api/chat/history?team=${chosen === 'team'}&limit=100`);
-  const log = h('ol', { class: 'log', role: 'log', 'aria-live': 'polite', 'aria-label': 'Conversation' }, history.messages.map(pastLine));
+  const log = h('ol', { class: 'log', role: 'log', 'aria-live': 'polite', 'aria-label': chosen === 'team' ? 'Conversation with the whole team' : `Conversation with ${chosen}` }, history.messages.map(pastLine));
   const message = h('textarea', { name: 'message', rows: '3', maxlength: String(maxLength), required: true, placeholder: 'Say something; “remember that …” stores a fact.' });
   const send = h('button', { type: 'submit', class: 'primary' }, 'Send');
   const problem = h('p', { class: 'outcome', role: 'alert' });
