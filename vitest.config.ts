@@ -3,7 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['packages/*/src/**/*.test.ts', 'apps/*/src/**/*.test.ts', 'tests/**/*.test.ts'],
-    exclude: ['**/node_modules/**', '**/dist/**'],
+    // tests/server needs a server Postgres with pgvector: `npm run test:server` (vitest.server.config.ts).
+    exclude: ['**/node_modules/**', '**/dist/**', 'tests/server/**'],
     // PGlite boots a Postgres in WebAssembly per test database, and the CLI tests run a dozen processes each: room on two busy cores.
     testTimeout: 120_000,
     hookTimeout: 120_000,

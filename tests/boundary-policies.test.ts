@@ -325,7 +325,7 @@ describe('row-level security on every table that holds what people said', () => 
     );
     expect(roles.map((role) => role.name)).toEqual(expect.arrayContaining(['roster_app', 'roster_ops']));
     // The owner is the connecting role: on the embedded database roster_owner, never a superuser;
-    // on TEST_DATABASE_URL whatever role the test was given (tests/managed-postgres.test.ts tries a plain one).
+    // on TEST_DATABASE_URL whatever role the test was given (tests/server/managed-postgres.test.ts tries a plain one).
     const checked = test.kind === 'embedded' ? roles : roles.filter((role) => role.name.startsWith('roster_'));
     expect(checked.length).toBe(test.kind === 'embedded' ? 3 : 2);
     expect(checked.filter((role) => role.superuser || role.bypass)).toEqual([]);
