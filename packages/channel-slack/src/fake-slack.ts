@@ -38,6 +38,8 @@ export interface FakeSlack extends FakePlatform {
   readonly calls: string[];
   /** The text of each message as sent over the wire (mrkdwn, escaped), in order. */
   rawTexts(): string[];
+  /** The Block Kit blocks of each message as sent over the wire (none: an empty list), in the order of `rawTexts`. */
+  rawBlocks(): unknown[][];
   /** Send a request to the adapter's receiver, signed (or not) as asked; resolves to the HTTP status and body. */
   send(request: SignedRequest): Promise<{ status: number; body: string }>;
   /** An event callback's body, as Slack would post it. */
@@ -69,6 +71,7 @@ export async function startFakeSlack(options: { eventsUrl?: string } = {}): Prom
   const attempts: SendAttempt[] = [];
   const pressAnswers: string[] = [];
   const raw: string[] = [];
+  const rawBlocks: unknown[][] = [];
   const blocked = new Set<string>();
   let rateLimitNext: number | null = null;
   let clock = 1_700_000_000;
@@ -105,6 +108,8 @@ export async function startFakeSlack(options: { eventsUrl?: string } = {}): Prom
     }
     const ts = nextTs();
     raw.push(String(params.text ?? ''));
+    // A form-encoded call carries its blocks as JSON text; a JSON call, as a list.
+    rawBlocks.push((typeof params.blocks === 'string' ? JSON.parse(params.blocks) : (params.blocks ?? [])) as unknown[]);
     const text = unescape(String(params.text ?? ''));
     if (text.length > 40_000) return { status: 200, body: { ok: false, error: 'msg_too_long' } };
     sent.push({
@@ -340,6 +345,7 @@ export async function startFakeSlack(options: { eventsUrl?: string } = {}): Prom
       return acked;
     },
     rawTexts: () => [...raw],
+    rawBlocks: () => rawBlocks.map((blocks) => structuredClone(blocks)),
     send,
     eventBody,
     groupChatId: groupChannel,

@@ -1,1 +1,2 @@
-export { checkSlackToken, createSlackAdapter, slackBlockLimit, slackEventsPath, slackTextLimit, toChannelError, toMrkdwn, type SlackAdapter, type SlackAdapterOptions } from './slack-adapter.js';
+export { checkSlackToken, createSlackAdapter, slackBlockLimit, slackEventsPath, slackTextLimit, toChannelError, type SlackAdapter, type SlackAdapterOptions } from './slack-adapter.js';
+export { escapeMrkdwn, fromMrkdwn, toMrkdwn } from './mrkdwn.js';

@@ -4,6 +4,7 @@ import type { Logger as RosterLogger } from '@roster/config';
 import { ChannelError, downloadFile, rosterCommand, splitText, tooLargeText, type ChannelAdapter, type ChannelEvent, type ChannelStartOptions, type ChannelTarget } from '@roster/channels';
 import { maxFileBytes, type FileKind, type InboundFile } from '@roster/core';
 import { App, defaultBodyLimit, ErrorCode, HTTPModuleFunctions, HTTPReceiver, LogLevel, SocketModeReceiver, webApi, type Logger as BoltLogger } from '@slack/bolt';
+import { escapeMrkdwn, fromMrkdwn, toMrkdwn } from './mrkdwn.js';
 
 export interface SlackAdapterOptions {
   /** The bot token (`xoxb-…`). Never logged. */
@@ -58,8 +59,9 @@ const unreachableErrors = new Set([
  * mentions (`app_mention`), and replies in a thread the bot answered in;
  * answers go in the thread. Slack keeps `/` for slash commands, so Roster's
  * commands are one, `/roster <command>`; in a channel its answer is shown to
- * the person alone. Text is escaped for mrkdwn (`&`, `<`, `>`), so an answer
- * can never ping a channel. Approvals carry Block Kit buttons.
+ * the person alone. Answers go out in mrkdwn, converted from the Markdown an
+ * engine writes, with `&`, `<` and `>` escaped, so an answer can never ping a
+ * channel. Approvals carry Block Kit buttons.
  */
 export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
   const account = options.account ?? 'default';
@@ -347,7 +349,8 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
           { type: 'button', action_id: 'roster_reject', text: { type: 'plain_text', text: 'Reject' }, style: 'danger', value: approval.id },
         ],
       };
-      return post(target, toMrkdwn(approval.text), [...sections, buttons]);
+      // The notification's text is the approval's as written, like the sections: only escaped.
+      return post(target, escapeMrkdwn(approval.text), [...sections, buttons]);
     },
 
     async sendTyping() {
@@ -373,16 +376,6 @@ interface SlackMessageEvent {
 function eventId(body: unknown): string {
   const id = (body as { event_id?: unknown }).event_id;
   return typeof id === 'string' ? id : `event:${JSON.stringify((body as { event?: { ts?: string } }).event?.ts ?? '')}`;
-}
-
-/** Text for Slack's mrkdwn: `&`, `<` and `>` escaped, so no answer can mention a channel or link by itself. */
-export function toMrkdwn(text: string): string {
-  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-}
-
-/** What a person wrote, from Slack's escaped text. */
-function fromMrkdwn(text: string): string {
-  return text.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
 }
 
 /**

@@ -1,10 +1,13 @@
 import { serveChannel, type ServedChannel } from '@roster/channels';
+import { until } from '@roster/channels/conformance';
 import { parseConfig } from '@roster/config';
 import { testInstallationKey } from '@roster/config/testing';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
+import { createApprovalDesk } from '@roster/jobs';
 import { createRuntime, type Runtime } from '@roster/runtime';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeSlack, type FakeSlack } from './fake-slack.js';
+import { slackBlockLimit } from './slack-adapter.js';
 
 describe('Slack events over HTTP, through the core', () => {
   let test: TestDatabase;
@@ -125,5 +128,43 @@ describe('Slack events over HTTP, through the core', () => {
     expect(slack.sent().at(-1)).toMatchObject({ chatId: slack.groupChatId, visibleTo: ada.id });
     expect(slack.sent().at(-1)!.text).toContain('Scout — the Scout job (talking to it now)');
     expect(slack.calls).toContain('chat.postEphemeral');
+  });
+
+  it('pushes an approval longer than a Block Kit section in sections of at most 3,000 characters that carry the whole text', async () => {
+    const directory = roster.core.directory;
+    const owner = slack.user(5);
+    await directory.linkIdentity((await directory.addPerson({ name: 'Olive', role: 'owner' })).id, 'slack', owner.id);
+    const sentences: string[] = [];
+    for (let index = 0; sentences.join(' ').length < 3800; index += 1) sentences.push(`Rule ${index}: cite two sources & say how each was checked.`);
+    const text = sentences.join(' ');
+    expect(text.length).toBeGreaterThan(slackBlockLimit);
+    const scout = await directory.agentByName('Scout');
+    const [approval] = await test.database.adminScope('test: propose a lesson', async (tx) =>
+      (await tx.query<{ id: string }>(`insert into approvals (agent_id, text, proposed_by_kind, proposed_by) values ($1, $2, 'agent', 'Scout') returning id`, [scout.id, text])).rows,
+    );
+    // A Slack of its own, served with the approval desk (the one the other cases share has none).
+    await served.stop();
+    await slack.close();
+    slack = await startFakeSlack();
+    served = await serveChannel({ adapter: slack.adapter, core: roster.core, approvals: createApprovalDesk(test.database, roster.memory.audit, directory), approvalPollMs: 60_000 });
+    await until(() => slack.sent().some((message) => message.buttons.length > 0), 'the approval to reach the owner');
+
+    const at = slack.sent().findIndex((message) => message.buttons.length > 0);
+    expect(slack.sent()[at]).toMatchObject({ chatId: slack.dmChatId(owner), buttons: [{ approvalId: approval!.id, decision: 'approve' }, { approvalId: approval!.id, decision: 'reject' }] });
+    const blocks = slack.rawBlocks()[at] as Array<{ type: string; text?: { type: string; text: string } }>;
+    const sections = blocks.filter((block) => block.type === 'section');
+    expect(sections.length).toBe(2);
+    for (const section of sections) {
+      // Plain text: shown exactly as written, & included.
+      expect(section.text!.type).toBe('plain_text');
+      expect(section.text!.text.length).toBeLessThanOrEqual(slackBlockLimit);
+      expect(section.text!.text).toMatch(/checked\.$/);
+    }
+    // Cut at a sentence end, only the space there dropped: the whole text, in order, after what it is.
+    const whole = `Scout proposes a lesson, to ride in every prompt it gets from now on:\n\n${text}`;
+    expect(sections.map((section) => section.text!.text).join(' ')).toBe(whole);
+    expect(blocks.at(-1)).toMatchObject({ type: 'actions' });
+    // The notification's text is the whole approval too, escaped for mrkdwn.
+    expect(slack.rawTexts()[at]).toBe(whole.replaceAll('&', '&amp;'));
   });
 });
