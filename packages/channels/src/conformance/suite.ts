@@ -333,6 +333,41 @@ export function describeChannelConformance(name: string, harness: ChannelHarness
       }
     });
 
+    it('answers a stranger under the open policy as a guest, with no memory and no memory tools, and remembers a linked person there', async () => {
+      await serve();
+      const directory = fixture.roster.core.directory;
+      await directory.bindChannel({ channel: channel(), account: platform.adapter.account, agent: 'Scout', policy: 'open' });
+      try {
+        const count = async (table: string) => Number((await query<{ n: string }>(`select count(*) as n from ${table}`, []))[0]!.n);
+        const [facts, learned] = [await count('facts'), await count('learning_events')];
+        const guest = stranger();
+        // The agent answers, without its memory tools: it says it cannot keep anything here, and keeps nothing.
+        const cannot = `I'm Scout. I can't keep memories in this conversation.`;
+        expect((await say(guest, 'remember that my plant is a fern')).map((message) => message.text)).toEqual([cannot]);
+        expect((await say(guest, 'what do you know about my plant?')).map((message) => message.text)).toEqual([cannot]);
+        expect(await command(guest, 'memory')).toMatch(/^No memory is kept for you here: this handle is not linked to a person\./);
+        expect(await count('facts')).toBe(facts);
+        expect(await count('learning_events')).toBe(learned);
+        expect(await query(`select 1 from facts where content like '%fern%'`, [])).toEqual([]);
+        // A guest stays no one: no person, no identity.
+        expect(await directory.personByIdentity(channel(), guest.id)).toBeNull();
+        expect(await query('select 1 from identities where channel = $1 and external_id = $2', [channel(), guest.id])).toEqual([]);
+
+        // Positive control: a linked person on the same binding is remembered, and recalled in a new message.
+        const { user, person } = await linked();
+        expect((await say(user, 'remember that my plant is a fern')).map((message) => message.text)).toEqual(['Noted: my plant is a fern']);
+        expect((await say(user, 'what do you know about my plant?')).map((message) => message.text)).toEqual(['- my plant is a fern']);
+        const kept = await fixture.roster.memory.list({ agentId: fixture.agents.Scout.id, personId: person.id, audience: 'private' });
+        expect(kept.map((fact) => fact.content)).toEqual(['my plant is a fern']);
+        expect(await count('facts')).toBe(facts + 1);
+        expect(await count('learning_events')).toBeGreaterThan(learned);
+        // The guest still gets nothing of it.
+        expect((await say(guest, 'what do you know about my plant?')).map((message) => message.text)).toEqual([cannot]);
+      } finally {
+        await bindToScout();
+      }
+    });
+
     it('pushes pending approvals to the owner with buttons, and only the owner decides', async () => {
       const directory = fixture.roster.core.directory;
       const { user: owner } = await linked(fixture.owner);
