@@ -38,6 +38,8 @@ export interface FakeTelegram extends FakePlatform {
   webhookAnswers(): number[];
   /** The file paths the bot downloaded from /file/bot<token>/…, in order. */
   downloads(): string[];
+  /** Every Bot API call as it arrived (method and parsed body), in order. */
+  requests(): Array<{ method: string; body: Record<string, unknown> }>;
   readonly adapter: TelegramAdapter;
 }
 
@@ -53,6 +55,7 @@ export async function startFakeTelegram(options: { token?: string; webhook?: boo
   const queue: QueuedUpdate[] = [];
   const waiting = new Set<() => void>();
   const calls: string[] = [];
+  const requests: Array<{ method: string; body: Record<string, unknown> }> = [];
   const sent: SentRecord[] = [];
   const edits: Array<{ id: string; text: string; at: number }> = [];
   const attempts: SendAttempt[] = [];
@@ -239,6 +242,7 @@ export async function startFakeTelegram(options: { token?: string; webhook?: boo
       } catch {
         return reply(400, { ok: false, error_code: 400, description: 'Bad Request: invalid JSON' });
       }
+      requests.push({ method, body });
       answer(method, body).then(
         (result) => reply(result.status, result.body),
         () => reply(500, { ok: false, error_code: 500, description: 'Internal Server Error' }),
@@ -336,6 +340,7 @@ export async function startFakeTelegram(options: { token?: string; webhook?: boo
     webhook: () => (webhook === null ? null : { ...webhook }),
     webhookAnswers: () => [...webhookAnswers],
     downloads: () => [...downloads],
+    requests: () => requests.map((request) => structuredClone(request)),
     groupChatId: String(groupChat.id),
     user: (n) => ({ id: String(5_000_000 + n), name: `Tess ${n}` }),
     dmChatId: (user) => user.id,
