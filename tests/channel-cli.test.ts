@@ -51,6 +51,40 @@ describe('roster channel', () => {
     expect(again.stderr).toMatch(/telegram has no binding and no stored token; nothing changed/);
   });
 
+  it('stores a Slack bot token and signing secret and binds it: channel list says configured, and neither is ever printed', async () => {
+    const dir = dataDir();
+    const env = { ROSTER_DATA_DIR: dir };
+    expect((await runRoster(['agent', 'add', '--name', 'Scout', '--job', 'finds and checks sources'], env)).code).toBe(0);
+    const botToken = `xoxb-1234567890-0987654321-${'Sl4ck'.repeat(5)}`;
+    const signingSecret = `8f0c1d2e${'a7'.repeat(12)}`;
+
+    const added = await runRoster(['channel', 'add', 'slack', '--bot-token', botToken, '--signing-secret', signingSecret, '--agent', 'Scout'], env);
+    expect(added.code, added.stderr).toBe(0);
+    expect(added.stderr).toMatch(/Stored the bot token and the signing secret \(events over HTTP\) for slack, sealed with the installation key/);
+    expect(added.stdout).toBe('Bound slack → Scout; answers linked people only (strangers get the pairing hint).\n');
+    // Both are there, so no word that something is missing.
+    expect(added.stderr).not.toMatch(/slack (is )?(not configured|has a bot token but needs)/);
+
+    const json = await runRoster(['channel', 'list', '--json'], env);
+    const listed = JSON.parse(json.stdout) as Array<{ channel: string; configured: boolean; detail: string; bindings: unknown[] }>;
+    expect(listed.find((entry) => entry.channel === 'slack')).toMatchObject({
+      configured: true,
+      detail: 'configured',
+      bindings: [{ channel: 'slack', account: 'default', agent: 'Scout', policy: 'pairing', allowlist: [] }],
+    });
+    // The control beside it: a channel given nothing is not configured.
+    expect(listed.find((entry) => entry.channel === 'telegram')).toMatchObject({ configured: false, bindings: [] });
+    const text = await runRoster(['channel', 'list'], env);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/^slack\s+configured\n\s+slack → Scout; answers linked people only \(strangers get the pairing hint\)$/m);
+
+    for (const result of [added, json, text]) {
+      expect(result.stdout + result.stderr).not.toContain(botToken);
+      expect(result.stdout + result.stderr).not.toContain(botToken.slice(5, 25));
+      expect(result.stdout + result.stderr).not.toContain(signingSecret);
+    }
+  });
+
   it('stores a token sealed with the installation key, write only: never printed, not in the data folder’s bytes, and a wrong one changes nothing', async () => {
     const dir = dataDir();
     const env = { ROSTER_DATA_DIR: dir };
