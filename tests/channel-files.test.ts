@@ -11,13 +11,16 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeDiscord, type FakeDiscord } from '../packages/channel-discord/src/fake-discord.js';
 import { startFakeSlack, type FakeSlack } from '../packages/channel-slack/src/fake-slack.js';
 import { startFakeTelegram, type FakeTelegram } from '../packages/channel-telegram/src/fake-telegram.js';
+import { linkThrough, startFakeWhatsApp, type FakeWhatsApp } from '../packages/channel-whatsapp/src/fake-whatsapp.js';
 import { startFakeOpenAi, type FakeRequest } from './support/fake-openai.js';
 
 /**
  * An image or a voice note sent on a channel reaches an agent whose engine
  * reads it, as a content part of the current message only; an agent whose
- * engine does not read it says so plainly. Over the real Telegram, Slack and
- * Discord adapters against local fakes of their APIs, the real runtime on PGlite,
+ * engine does not read it says so plainly. Over the real Telegram, Slack,
+ * Discord and WhatsApp adapters against local fakes of their APIs (WhatsApp's
+ * media encrypted with baileys' own encryption and served as its media
+ * servers serve it), the real runtime on PGlite,
  * and a local fake of the OpenAI API that keeps every request as it arrived.
  */
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -31,11 +34,13 @@ function describeRequest(request: FakeRequest): { text: string } {
   return { text: images.length === 0 ? 'I got words only.' : `I see ${images.length} picture(s).` };
 }
 
-async function setUp(platform: FakePlatform) {
+/** `platform`, or one made over the test's database (WhatsApp keeps its session there). */
+async function setUp<Platform extends FakePlatform>(given: Platform | ((database: Database) => Promise<Platform>)) {
   const model = await startFakeOpenAi(describeRequest);
   cleanups.push(() => model.close());
   const test = await openTestDatabase();
   cleanups.push(() => test.cleanup());
+  const platform = typeof given === 'function' ? await given(test.database) : given;
   const runtime = await createRuntime({ config: parseConfig({}), database: test.database, key: testInstallationKey });
   const { directory } = runtime.core;
   // Seer runs on a model that reads images; Scout on the offline engine, which reads text only.
@@ -46,7 +51,16 @@ async function setUp(platform: FakePlatform) {
   await directory.linkIdentity(person.id, platform.adapter.channel, user.id, user.name);
   const served: ServedChannel = await serveChannel({ adapter: platform.adapter, core: runtime.core, streaming: false });
   cleanups.push(() => served.stop());
-  return { model, database: test.database, core: runtime.core, user, served };
+  return { model, database: test.database, core: runtime.core, user, served, platform };
+}
+
+/** WhatsApp's far side over `database`, linked as roster channel add whatsapp links it. */
+async function linkedWhatsApp(database: Database): Promise<FakeWhatsApp> {
+  const whatsapp = await startFakeWhatsApp({ database, key: testInstallationKey });
+  cleanups.push(() => whatsapp.close());
+  await linkThrough(whatsapp, { database, key: testInstallationKey });
+  whatsapp.adapter = whatsapp.makeAdapter();
+  return whatsapp;
 }
 
 /** What the bot sent to this person's chat, in order. */
@@ -222,6 +236,70 @@ describe('files on Discord', () => {
     expect(model.requests[0]!.parts.find((part) => part.type === 'image_url')?.image_url).toEqual({ url: `data:image/jpeg;base64,${photo.toString('base64')}` });
     expect((await personMessages(database)).at(-1)).toBe('which bird is this?\n[an image]');
     expect(await holding(database, photo.toString('base64').slice(0, 64), photo.subarray(0, 64))).toEqual({});
+  });
+});
+
+describe('files on WhatsApp', () => {
+  it('an image is fetched from the media server, opened with its message’s key, and reaches the agent that reads images; a voice note is answered plainly; the bytes are kept nowhere', async () => {
+    const { model, database, user, served, platform: whatsapp } = await setUp(linkedWhatsApp);
+    const chat = whatsapp.dmChatId(user);
+    await whatsapp.command(user, 'dm', 'agent Seer');
+    await until(() => sentTo(whatsapp, chat).length === 1, 'the switch');
+
+    const photo = randomBytes(2500);
+    const base64 = photo.toString('base64');
+    await whatsapp.deliver({ chat: 'dm', from: user, text: 'which bird is this?', attachment: { kind: 'image', data: photo, mediaType: 'image/jpeg' } });
+    await until(() => sentTo(whatsapp, chat).length === 2, 'the reply to the photo', 20_000);
+    await served.settled();
+    expect(sentTo(whatsapp, chat)[1]).toBe('I see 1 picture(s).');
+    expect(whatsapp.downloads()).toHaveLength(1);
+    expect(model.requests[0]!.parts.find((part) => part.type === 'image_url')?.image_url).toEqual({ url: `data:image/jpeg;base64,${base64}` });
+    expect(model.requests[0]!.parts.filter((part) => part.type === 'text').map((part) => part.text)).toEqual(['which bird is this?']);
+
+    // A voice note (Opus in Ogg): fetched and opened, but no engine here hears it, so the model is not called and the person is told.
+    const voice = randomBytes(4000);
+    await whatsapp.deliver({ chat: 'dm', from: user, text: '', attachment: { kind: 'voice', data: voice, mediaType: 'audio/ogg' } });
+    await until(() => sentTo(whatsapp, chat).length === 3, 'the reply to the voice note', 20_000);
+    await served.settled();
+    expect(sentTo(whatsapp, chat)[2]).toBe('I cannot read voice notes or audio here, only text: say it in words, please.');
+    expect(whatsapp.downloads()).toHaveLength(2);
+    expect(model.requests).toHaveLength(1);
+
+    // The words are kept with a marker; the bytes nowhere (the caption, found by the same scan, is the control).
+    expect((await personMessages(database)).slice(-2)).toEqual(['which bird is this?\n[an image]', '[an audio clip]']);
+    expect(await holding(database, base64.slice(0, 64), photo.subarray(0, 64))).toEqual({});
+    expect(await holding(database, voice.toString('base64').slice(0, 64), voice.subarray(0, 64))).toEqual({});
+    expect(await holding(database, 'which bird is this', photo.subarray(0, 64))).toMatchObject({ 'messages.content': 1 });
+  });
+
+  it('refuses an image over the limit before fetching it, tells the person plainly when WhatsApp no longer has one, and keeps nothing; a good one after is read (the control)', async () => {
+    const { model, database, user, served, platform: whatsapp } = await setUp(linkedWhatsApp);
+    const chat = whatsapp.dmChatId(user);
+    await whatsapp.command(user, 'dm', 'agent Seer');
+    await until(() => sentTo(whatsapp, chat).length === 1, 'the switch');
+    const before = await personMessages(database);
+
+    await whatsapp.deliver({ chat: 'dm', from: user, text: 'look at this scan', attachment: { kind: 'image', data: new Uint8Array(maxFileBytes + 1024), mediaType: 'image/jpeg' } });
+    await until(() => sentTo(whatsapp, chat).length === 2, 'the refusal', 20_000);
+    await served.settled();
+    expect(sentTo(whatsapp, chat)[1]).toBe('That image is too large: the most Roster takes is 10 MB. Nothing was kept; send a smaller one.');
+    expect(whatsapp.downloads()).toEqual([]);
+
+    // An image whose copy WhatsApp's media server no longer keeps (it answers 410).
+    const media = await whatsapp.upload(randomBytes(1800), 'image');
+    whatsapp.expire(media.directPath);
+    await whatsapp.deliverContent(user, { imageMessage: { ...media, mimetype: 'image/jpeg', caption: 'and this one?' } });
+    await until(() => sentTo(whatsapp, chat).length === 3, 'the answer to the expired image', 20_000);
+    await served.settled();
+    expect(sentTo(whatsapp, chat)[2]).toBe("WhatsApp no longer has that image (its copy expired on WhatsApp's servers); send it again.");
+    expect(model.requests).toEqual([]);
+    expect(await personMessages(database)).toEqual(before);
+
+    const small = randomBytes(1500);
+    await whatsapp.deliver({ chat: 'dm', from: user, text: 'and this one', attachment: { kind: 'document', data: small, mediaType: 'image/png', name: 'scan.png' } });
+    await until(() => sentTo(whatsapp, chat).length === 4, 'the reply', 20_000);
+    expect(sentTo(whatsapp, chat)[3]).toBe('I see 1 picture(s).');
+    expect(await personMessages(database)).toEqual([...before, 'and this one\n[an image]']);
   });
 });
 

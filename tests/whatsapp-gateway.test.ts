@@ -65,7 +65,7 @@ beforeAll(async () => {
   ada = await directory.addPerson({ name: 'Ada' });
   bob = await directory.addPerson({ name: 'Bob' });
   await directory.bindChannel({ channel: 'whatsapp', account: 'default', agent: 'Scout', policy: 'pairing' });
-  fake = startFakeWhatsApp({ database: test.database, key: testInstallationKey });
+  fake = await startFakeWhatsApp({ database: test.database, key: testInstallationKey });
   // Linked once, as roster channel add whatsapp does; the gateway then resumes the stored session.
   await linkThrough(fake, { database: test.database, key: testInstallationKey });
 });

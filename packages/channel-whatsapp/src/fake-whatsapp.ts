@@ -9,23 +9,34 @@
  * sends, marks read and shows typing in. Refusals come back as baileys
  * throws WhatsApp's error nodes: a Boom with the node's code.
  *
+ * Media is WhatsApp's: a photo, a voice note or a document is encrypted
+ * with baileys' own `encryptedStream` (a fresh media key, AES-CBC, its
+ * hashes), served by a local HTTP server as WhatsApp's media servers serve
+ * it (`directPath`), and the message carries the key, the hashes and the
+ * length, so the adapter runs baileys' real download and decryption.
+ *
  * What is not baileys here: the noise handshake, the binary protocol and
  * Signal encryption to and from WhatsApp's servers. Test-only: excluded
  * from the build.
  */
 import { randomBytes } from 'node:crypto';
+import { readFile, unlink } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Boom } from '@hapi/boom';
-import type { Delivered, FakePlatform, PlatformMessage, PlatformUser, SendAttempt, SentRecord } from '@roster/channels/conformance';
+import { fakePicture, type Delivered, type FakePlatform, type PlatformMessage, type PlatformUser, type SendAttempt, type SentRecord } from '@roster/channels/conformance';
 import type { InstallationKey } from '@roster/config';
 import type { Database } from '@roster/db';
 import {
   buildPairingQRData,
   DisconnectReason,
+  encryptedStream,
   makeEventBuffer,
   proto,
   type AnyMessageContent,
   type AuthenticationCreds,
   type Contact,
+  type MediaType,
   type MiscMessageGenerationOptions,
   type UserFacingSocketConfig,
   type WAMessage,
@@ -68,7 +79,33 @@ export interface FakeWhatsApp extends FakePlatform {
   makeAdapter(options?: Partial<WhatsAppAdapterOptions>): ReturnType<typeof createWhatsAppAdapter>;
   /** Deliver a raw message as WhatsApp would. */
   push(message: WAMessage): void;
+  /** Deliver a one-to-one message from `from` with this content (a media message built from `upload`'s fields), as baileys emits it. */
+  deliverContent(from: PlatformUser, content: proto.IMessage): Promise<Delivered>;
+  /** Emit a `messages.upsert` event with this data, whatever it holds, as baileys' emitter would. */
+  upsert(data: unknown): void;
+  /** The local server that answers as WhatsApp's media servers (`http://127.0.0.1:…`): what the adapter fetches media from. */
+  readonly mediaOrigin: string;
+  /** Encrypt bytes as a WhatsApp client does before it uploads them, and serve them: the media fields a message carries. */
+  upload(data: Uint8Array, media: MediaType): Promise<MediaFields>;
+  /** WhatsApp's media server no longer has this file (it answers 410 Gone). */
+  expire(directPath: string): void;
+  /** The media paths fetched, in order. */
+  downloads(): string[];
 }
+
+/** What a media message carries about its file: where it is, the key that opens it, its hashes and length. */
+export interface MediaFields {
+  url: string;
+  directPath: string;
+  mediaKey: Uint8Array;
+  fileSha256: Uint8Array;
+  fileEncSha256: Uint8Array;
+  fileLength: number;
+  mediaKeyTimestamp: number;
+}
+
+/** The path segment WhatsApp's media servers use for each kind (`/v/t62.7118-24/…` for an image). */
+const mediaPaths: Partial<Record<MediaType, string>> = { image: 't62.7118-24', audio: 't62.7117-24', ptt: 't62.7117-24', document: 't62.7119-24', sticker: 't62.15575-24', video: 't62.7161-24' };
 
 export interface FakeWhatsAppOptions {
   database: Database;
@@ -80,8 +117,43 @@ export interface FakeWhatsAppOptions {
   qrMs?: number;
 }
 
-export function startFakeWhatsApp(options: FakeWhatsAppOptions): FakeWhatsApp {
+export async function startFakeWhatsApp(options: FakeWhatsAppOptions): Promise<FakeWhatsApp> {
   const sockets: FakeSocket[] = [];
+  const stored = new Map<string, Buffer>();
+  const expired = new Set<string>();
+  const downloads: string[] = [];
+  // WhatsApp's media servers: the encrypted bytes at their path; 404 for one never uploaded, 410 for one expired.
+  const mediaServer = createServer((request, response) => {
+    const path = new URL(request.url ?? '/', 'http://media').pathname;
+    const body = stored.get(path);
+    if (request.method !== 'GET' || body === undefined) return void response.writeHead(404).end();
+    if (expired.has(path)) return void response.writeHead(410).end();
+    downloads.push(path);
+    response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': body.byteLength }).end(body);
+  });
+  await new Promise<void>((resolve) => mediaServer.listen(0, '127.0.0.1', resolve));
+  const mediaOrigin = `http://127.0.0.1:${(mediaServer.address() as AddressInfo).port}`;
+  let uploads = 0;
+
+  async function upload(data: Uint8Array, media: MediaType): Promise<MediaFields> {
+    // What a WhatsApp client does before uploading: baileys' own encryption (a fresh media key, AES-CBC, an HMAC, the hashes).
+    const encrypted = await encryptedStream(Buffer.from(data), media);
+    const bytes = await readFile(encrypted.encFilePath);
+    await unlink(encrypted.encFilePath);
+    uploads += 1;
+    const path = `/v/${mediaPaths[media] ?? 't62.7119-24'}/${100000 + uploads}_${randomBytes(6).readUIntBE(0, 6)}_n.enc`;
+    stored.set(path, bytes);
+    const directPath = `${path}?ccb=11-4&oh=01_${randomBytes(16).toString('hex')}&oe=${(Math.floor(Date.now() / 1000) + 14 * 86_400).toString(16).toUpperCase()}&_nc_sid=5e03e0`;
+    return {
+      url: `https://mmg.whatsapp.net${directPath}&mms3=true`,
+      directPath,
+      mediaKey: encrypted.mediaKey,
+      fileSha256: encrypted.fileSha256,
+      fileEncSha256: encrypted.fileEncSha256,
+      fileLength: encrypted.fileLength,
+      mediaKeyTimestamp: Math.floor(Date.now() / 1000),
+    };
+  }
   const sent: SentRecord[] = [];
   const attempts: SendAttempt[] = [];
   const typing: string[] = [];
@@ -234,7 +306,7 @@ export function startFakeWhatsApp(options: FakeWhatsAppOptions): FakeWhatsApp {
     current.socket.ev.emit('messages.upsert', { messages: [message], type: 'notify' });
   }
 
-  function build(message: PlatformMessage & { text: string }): WAMessage {
+  async function build(message: PlatformMessage & { text: string }): Promise<WAMessage> {
     const id = messageId();
     let text = message.text;
     const context: proto.IContextInfo = {};
@@ -249,9 +321,20 @@ export function startFakeWhatsApp(options: FakeWhatsAppOptions): FakeWhatsApp {
       context.quotedMessage = { conversation: 'an earlier message' };
     }
     const hasContext = Object.keys(context).length > 0;
+    const inContext = hasContext ? { contextInfo: context } : {};
+    const caption = text === '' ? {} : { caption: text };
+    const attachment = message.attachment ?? (message.image === true ? { kind: 'image' as const, data: fakePicture, mediaType: 'image/png' } : undefined);
     let content: proto.IMessage;
-    if (message.image === true) content = { imageMessage: { mimetype: 'image/jpeg', caption: text === '' ? null : text, ...(hasContext ? { contextInfo: context } : {}) } };
-    else if (hasContext) content = { extendedTextMessage: { text, contextInfo: context } };
+    if (attachment?.kind === 'image') content = { imageMessage: { ...(await upload(attachment.data, 'image')), mimetype: attachment.mediaType, width: 1, height: 1, ...caption, ...inContext } };
+    else if (attachment?.kind === 'voice') {
+      // A voice note carries no words: WhatsApp has no caption for one.
+      if (text !== '') throw new Error('a WhatsApp voice note has no caption');
+      content = { audioMessage: { ...(await upload(attachment.data, 'audio')), mimetype: attachment.mediaType === 'audio/ogg' ? 'audio/ogg; codecs=opus' : attachment.mediaType, ptt: true, seconds: 3, ...inContext } };
+    } else if (attachment?.kind === 'document') {
+      const document: proto.Message.IDocumentMessage = { ...(await upload(attachment.data, 'document')), mimetype: attachment.mediaType, fileName: attachment.name ?? 'file', title: attachment.name ?? 'file', ...caption, ...inContext };
+      // A document with words comes wrapped, as WhatsApp's clients send it now.
+      content = text === '' ? { documentMessage: document } : { documentWithCaptionMessage: { message: { documentMessage: document } } };
+    } else if (hasContext) content = { extendedTextMessage: { text, contextInfo: context } };
     else content = { conversation: text };
     const group = message.chat === 'group';
     const info = proto.WebMessageInfo.fromObject({
@@ -273,6 +356,14 @@ export function startFakeWhatsApp(options: FakeWhatsAppOptions): FakeWhatsApp {
 
   const fake: FakeWhatsApp = {
     socketFactory,
+    mediaOrigin,
+    upload,
+    expire: (directPath) => void expired.add(new URL(directPath, mediaOrigin).pathname),
+    downloads: () => [...downloads],
+    upsert(data) {
+      if (current === undefined || current.socket.closed) throw new Error('no open WhatsApp connection to deliver to');
+      current.socket.ev.emit('messages.upsert', data as never);
+    },
     sockets,
     adapter: undefined as unknown as FakeWhatsApp['adapter'],
     user,
@@ -295,14 +386,19 @@ export function startFakeWhatsApp(options: FakeWhatsAppOptions): FakeWhatsApp {
     reads: () => [...reads],
     presences: () => [...presences],
     makeAdapter: (adapterOptions = {}) =>
-      createWhatsAppAdapter({ database: options.database, key: options.key, socketFactory, backoffMs: 50, linkPollMs: 100, ...(options.account === undefined ? {} : { account: options.account }), ...adapterOptions }),
+      createWhatsAppAdapter({ database: options.database, key: options.key, socketFactory, mediaOrigin, backoffMs: 50, linkPollMs: 100, ...(options.account === undefined ? {} : { account: options.account }), ...adapterOptions }),
     push,
     async deliver(message) {
-      return deliverBuilt(build(message));
+      return deliverBuilt(await build(message));
+    },
+    async deliverContent(from, content) {
+      const info = proto.WebMessageInfo.fromObject({ key: { remoteJid: pnJid(from), fromMe: false, id: messageId() }, message: content, messageTimestamp: Math.floor(Date.now() / 1000), pushName: from.name }) as WAMessage;
+      Object.assign(info.key, { remoteJidAlt: lidJid(from), addressingMode: 'pn' });
+      return deliverBuilt(info);
     },
     async command(from, chat, words) {
       // WhatsApp has no bot commands: a person types them.
-      return deliverBuilt(build({ chat, from, text: `/${words}` }));
+      return deliverBuilt(await build({ chat, from, text: `/${words}` }));
     },
     async redeliver(done) {
       const message = delivered.get(done.messageId);
@@ -314,7 +410,7 @@ export function startFakeWhatsApp(options: FakeWhatsAppOptions): FakeWhatsApp {
       const code = /"approve ([0-9A-F]{6})"/.exec(record.text)?.[1];
       if (code === undefined) throw new Error('that message asks for no decision');
       // The owner answers in their chat with the bot, as the message asks.
-      const message = build({ chat: 'dm', from, text: `${decision} ${code}` });
+      const message = await build({ chat: 'dm', from, text: `${decision} ${code}` });
       pressIds.add(message.key.id!);
       push(message);
     },
@@ -334,6 +430,8 @@ export function startFakeWhatsApp(options: FakeWhatsAppOptions): FakeWhatsApp {
     },
     async close() {
       for (const socket of sockets) if (!socket.closed) await socket.end(undefined);
+      mediaServer.closeAllConnections();
+      await new Promise<void>((resolve) => mediaServer.close(() => resolve()));
     },
   };
   return fake;

@@ -1,14 +1,16 @@
+import { randomBytes } from 'node:crypto';
 import { serveChannel, type ChannelAdapter, type ChannelEvent, type ServedChannel } from '@roster/channels';
 import { until } from '@roster/channels/conformance';
 import { parseConfig } from '@roster/config';
 import { testInstallationKey } from '@roster/config/testing';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
+import { maxFileBytes } from '@roster/core';
 import { createApprovalDesk, listLessons } from '@roster/jobs';
 import { createRuntime, type Runtime } from '@roster/runtime';
 import { makeWASocket, proto, type WAMessage } from 'baileys';
 import { WebSocketServer } from 'ws';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { fakeBot, linkThrough, startFakeWhatsApp, type FakeWhatsApp } from './fake-whatsapp.js';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { fakeBot, linkThrough, startFakeWhatsApp, type FakeWhatsApp, type MediaFields } from './fake-whatsapp.js';
 import { linkWhatsApp } from './link.js';
 import { WhatsAppSessionStore } from './session-store.js';
 
@@ -30,9 +32,9 @@ afterEach(async () => {
 });
 
 /** A far side and an account of its own for one test. */
-function fresh(): { fake: FakeWhatsApp; account: string; store: WhatsAppSessionStore } {
+async function fresh(): Promise<{ fake: FakeWhatsApp; account: string; store: WhatsAppSessionStore }> {
   const account = `wa${++accounts}`;
-  const fake = startFakeWhatsApp({ database: test.database, key: testInstallationKey, account, qrMs: 60_000 });
+  const fake = await startFakeWhatsApp({ database: test.database, key: testInstallationKey, account, qrMs: 60_000 });
   stops.push(() => fake.close());
   return { fake, account, store: new WhatsAppSessionStore(test.database, testInstallationKey, account) };
 }
@@ -46,7 +48,7 @@ async function started(adapter: ChannelAdapter): Promise<ChannelEvent[]> {
 
 describe('linking WhatsApp by QR code', () => {
   it('shows the QR code in the database while it waits, links when a phone scans it, and resumes after a restart without a new code', async () => {
-    const { fake, account, store } = fresh();
+    const { fake, account, store } = await fresh();
     const adapter = fake.makeAdapter();
     await started(adapter);
     // Waiting for a scan: the current code is stored (sealed) for the page.
@@ -73,7 +75,7 @@ describe('linking WhatsApp by QR code', () => {
   });
 
   it('links from the terminal (roster channel add whatsapp): each code is handed over until one is scanned; a linked account is left alone', async () => {
-    const { fake, account } = fresh();
+    const { fake, account } = await fresh();
     const shown: string[] = [];
     const linking = linkWhatsApp({
       database: test.database,
@@ -95,7 +97,7 @@ describe('linking WhatsApp by QR code', () => {
 
   it('says so when no phone scans any code in time, and shows no stale code', async () => {
     const account = `wa${++accounts}`;
-    const fake = startFakeWhatsApp({ database: test.database, key: testInstallationKey, account, qrCodes: 2, qrMs: 50 });
+    const fake = await startFakeWhatsApp({ database: test.database, key: testInstallationKey, account, qrCodes: 2, qrMs: 50 });
     stops.push(() => fake.close());
     const shown: string[] = [];
     await expect(linkWhatsApp({ database: test.database, key: testInstallationKey, account, socketFactory: fake.socketFactory, onQr: (qr) => void shown.push(qr) })).rejects.toMatchObject({
@@ -108,7 +110,7 @@ describe('linking WhatsApp by QR code', () => {
 
 describe('the WhatsApp connection', () => {
   it('reconnects after a drop, trying again while it fails, and records a logout, after which it tries nothing until linked again', async () => {
-    const { fake, account, store } = fresh();
+    const { fake, account, store } = await fresh();
     await linkThrough(fake, { database: test.database, key: testInstallationKey, account });
     const adapter = fake.makeAdapter();
     await started(adapter);
@@ -143,7 +145,7 @@ describe('the WhatsApp connection', () => {
   });
 
   it('runs baileys’ own socket over the stored session: it opens the noise handshake with the far side, and when the server hangs up it is tried again', async () => {
-    const { fake, account, store } = fresh();
+    const { fake, account, store } = await fresh();
     await linkThrough(fake, { database: test.database, key: testInstallationKey, account });
     // The far side: a local WebSocket server that takes the client's hello and hangs up, as WhatsApp's does on a refused handshake.
     const server = new WebSocketServer({ host: '127.0.0.1', port: 0 });
@@ -168,7 +170,7 @@ describe('the WhatsApp connection', () => {
   });
 
   it('holds a send while the connection is down, and sends once it is back', async () => {
-    const { fake, account } = fresh();
+    const { fake, account } = await fresh();
     await linkThrough(fake, { database: test.database, key: testInstallationKey, account });
     const adapter = fake.makeAdapter({ backoffMs: 300 });
     await started(adapter);
@@ -186,7 +188,7 @@ describe('WhatsApp messages', () => {
   let events: ChannelEvent[];
 
   async function linkedAdapter(): Promise<void> {
-    const made = fresh();
+    const made = await fresh();
     fake = made.fake;
     await linkThrough(fake, { database: test.database, key: testInstallationKey, account: made.account });
     adapter = fake.makeAdapter();
@@ -299,5 +301,96 @@ describe('WhatsApp messages', () => {
     expect(messages.map((message) => message.text)).toEqual([text, 'Reply "approve 7C9E66" or "reject 7C9E66" (approval 7c9e6679-7425-40de-944b-e07fc1f90ae7).']);
     expect(sent.id).toBe(messages[1]!.id);
     expect(messages.every((message) => message.text.length <= adapter.capabilities.textLimit)).toBe(true);
+  });
+});
+
+describe('WhatsApp media', () => {
+  let fake: FakeWhatsApp;
+  let events: ChannelEvent[];
+  const signal = new AbortController().signal;
+
+  beforeEach(async () => {
+    const made = await fresh();
+    fake = made.fake;
+    await linkThrough(fake, { database: test.database, key: testInstallationKey, account: made.account });
+    events = await started(fake.makeAdapter());
+    await until(() => fake.sockets.some((socket) => socket.user !== undefined && !socket.closed), 'the connection');
+  });
+
+  /** Deliver each content and return the events the adapter made of them, in order. */
+  async function received(contents: proto.IMessage[]): Promise<ChannelEvent[]> {
+    const before = events.length;
+    for (const content of contents) await fake.deliverContent(fake.user(50), content);
+    await until(() => events.length === before + contents.length, `${contents.length} messages`);
+    return events.slice(before);
+  }
+
+  const pathOf = (media: MediaFields) => new URL(media.directPath, 'http://x').pathname;
+
+  it('hands an image, a voice note and a document over as files, fetched from the media server and opened with the message’s key; a video is named, not fetched', async () => {
+    const photo = randomBytes(5000);
+    const voice = randomBytes(7001);
+    const pdf = randomBytes(3003);
+    const image = await fake.upload(photo, 'image');
+    const audio = await fake.upload(voice, 'audio');
+    const document = await fake.upload(pdf, 'document');
+    const video = await fake.upload(randomBytes(900), 'video');
+    const [withPhoto, withVoice, withDocument, withVideo] = await received([
+      { imageMessage: { ...image, mimetype: 'image/jpeg', caption: 'what is on this label?' } },
+      { audioMessage: { ...audio, mimetype: 'audio/ogg; codecs=opus', ptt: true, seconds: 4 } },
+      { documentWithCaptionMessage: { message: { documentMessage: { ...document, mimetype: 'application/pdf', fileName: 'invoice.pdf', caption: 'the invoice' } } } },
+      { videoMessage: { ...video, mimetype: 'video/mp4', caption: 'a clip' } },
+    ]);
+    // Nothing is fetched until the files are asked for (past the group filter and the rate limit).
+    expect(fake.downloads()).toEqual([]);
+
+    expect(withPhoto!).toMatchObject({ media: ['image'], inbound: { text: 'what is on this label?' } });
+    expect(await withPhoto!.fetchFiles!(signal)).toEqual({ files: [{ kind: 'image', mediaType: 'image/jpeg', data: new Uint8Array(photo) }], skipped: [] });
+    // A voice note: Opus in Ogg, its codec parameter left out of the media type.
+    expect(withVoice!).toMatchObject({ media: ['voice'], inbound: { text: '' } });
+    expect(await withVoice!.fetchFiles!(signal)).toEqual({ files: [{ kind: 'audio', mediaType: 'audio/ogg', data: new Uint8Array(voice) }], skipped: [] });
+    expect(withDocument!).toMatchObject({ media: ['file'], inbound: { text: 'the invoice' } });
+    expect(await withDocument!.fetchFiles!(signal)).toEqual({ files: [{ kind: 'file', mediaType: 'application/pdf', data: new Uint8Array(pdf), name: 'invoice.pdf' }], skipped: [] });
+    expect(withVideo!).toMatchObject({ media: ['video'], inbound: { text: 'a clip' } });
+    expect(withVideo!.fetchFiles).toBeUndefined();
+    // What went over the wire was the encrypted copy, one download each.
+    expect(fake.downloads()).toEqual([pathOf(image), pathOf(audio), pathOf(document)]);
+  });
+
+  it('refuses a file announced over the limit before fetching it, stops one that grows past it, and says plainly when one is gone or does not open', async () => {
+    const [small, other, tampered, gone, control] = await Promise.all([1, 2, 3, 4, 5].map((n) => fake.upload(randomBytes(1000 + n), 'image')));
+    const large = await fake.upload(new Uint8Array(maxFileBytes + 64 * 1024), 'image');
+    fake.expire(gone!.directPath);
+    const picture = (media: proto.Message.IImageMessage): proto.IMessage => ({ imageMessage: { ...media, mimetype: 'image/jpeg' } });
+    const [announced, grows, wrongKey, wrongHash, expired, elsewhere, offWhatsApp, fine] = await received([
+      picture({ ...small!, fileLength: maxFileBytes + 1 }),
+      // Announced small, sent large: stopped once the bytes pass the limit.
+      picture({ ...large, fileLength: 2048 }),
+      picture({ ...other!, mediaKey: small!.mediaKey }),
+      picture({ ...tampered!, fileSha256: randomBytes(32) }),
+      picture(gone!),
+      // A path that leaves WhatsApp's media server, and an address on another host: neither is fetched.
+      picture({ ...control!, directPath: '//attacker.example/v/t62.7118-24/1_n.enc', url: 'https://attacker.example/v/t62.7118-24/1_n.enc' }),
+      picture({ ...control!, directPath: null, url: `${fake.mediaOrigin}${control!.directPath}` }),
+      picture(control!),
+    ]);
+    const tooLarge = 'That image is too large: the most Roster takes is 10 MB. Nothing was kept; send a smaller one.';
+    const unopened = "That image could not be opened: WhatsApp's copy of it does not match the message. Nothing was kept; send it again.";
+
+    await expect(announced!.fetchFiles!(signal)).rejects.toThrow(tooLarge);
+    expect(fake.downloads()).toEqual([]);
+    await expect(grows!.fetchFiles!(signal)).rejects.toThrow(tooLarge);
+    expect(fake.downloads()).toEqual([pathOf(large)]);
+    await expect(wrongKey!.fetchFiles!(signal)).rejects.toThrow(unopened);
+    await expect(wrongHash!.fetchFiles!(signal)).rejects.toThrow(unopened);
+    await expect(expired!.fetchFiles!(signal)).rejects.toThrow("WhatsApp no longer has that image (its copy expired on WhatsApp's servers); send it again.");
+    const fetched = fake.downloads().length;
+    await expect(elsewhere!.fetchFiles!(signal)).rejects.toThrow(unopened);
+    await expect(offWhatsApp!.fetchFiles!(signal)).rejects.toThrow(unopened);
+    expect(fake.downloads()).toHaveLength(fetched);
+    // The control: the same file, as its message names it, opens.
+    const { files } = await fine!.fetchFiles!(signal);
+    expect(files.map((file) => file.data.byteLength)).toEqual([1005]);
+    expect(fake.downloads()).toHaveLength(fetched + 1);
   });
 });

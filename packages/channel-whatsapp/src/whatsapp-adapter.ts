@@ -1,5 +1,6 @@
 import type { InstallationKey, Logger } from '@roster/config';
 import { ChannelError, type ChannelAdapter, type ChannelEvent, type ChannelStartOptions, type ChannelTarget } from '@roster/channels';
+import type { InboundFile } from '@roster/core';
 import type { Database } from '@roster/db';
 import {
   getContentType,
@@ -18,6 +19,7 @@ import {
   type proto,
 } from 'baileys';
 import { safeError, WhatsAppConnection, type WhatsAppSocket, type WhatsAppSocketFactory } from './connection.js';
+import { fetchAttachment, mediaOf, type Attachment } from './media.js';
 import { WhatsAppSessionStore } from './session-store.js';
 
 export interface WhatsAppAdapterOptions {
@@ -36,6 +38,12 @@ export interface WhatsAppAdapterOptions {
   sendWaitMs?: number;
   /** While not linked, how often to look for a link made by another process (default 10 s). */
   linkPollMs?: number;
+  /**
+   * Where media is fetched from: WhatsApp's media server (the one a message
+   * names, else `https://mmg.whatsapp.net`) unless a test points it at a
+   * local server that answers like one.
+   */
+  mediaOrigin?: string;
 }
 
 /**
@@ -109,8 +117,8 @@ export function createWhatsAppAdapter(options: WhatsAppAdapterOptions): ChannelA
     return { pn: me?.id === undefined ? undefined : jidNormalizedUser(me.id), lid: me?.lid === undefined ? undefined : jidNormalizedUser(me.lid) };
   }
 
-  function isBot(jid: string | null | undefined): boolean {
-    if (jid === null || jid === undefined || jid === '') return false;
+  function isBot(jid: unknown): boolean {
+    if (typeof jid !== 'string' || jid === '') return false;
     const { pn, lid } = bot();
     const normal = jidNormalizedUser(jid);
     return normal === pn || normal === lid;
@@ -127,40 +135,41 @@ export function createWhatsAppAdapter(options: WhatsAppAdapterOptions): ChannelA
     if (recent.size > recentLimit) recent.delete(recent.keys().next().value!);
   }
 
-  /** A received message as Roster's event; null when it is not one for Roster (the account's own, a status, a reaction). */
+  /**
+   * A received message as Roster's event; null when it is not one for Roster
+   * (the account's own, a status, a reaction) or not a message at all (a
+   * field of the wrong type: baileys decodes what WhatsApp sends, so only a
+   * broken client's message is one).
+   */
   function toEvent(message: WAMessage): { event: ChannelEvent; press: { decision: 'approve' | 'reject'; approvalId: string } | null } | null {
+    if (!isRecord(message) || !isRecord(message.key)) return null;
     const key = message.key;
     const chat = key.remoteJid;
-    if (connection?.me === undefined || chat === null || chat === undefined || key.fromMe === true || key.id === null || key.id === undefined) return null;
+    if (connection?.me === undefined || typeof chat !== 'string' || key.fromMe === true || typeof key.id !== 'string' || key.id === '') return null;
     if (isJidStatusBroadcast(chat) || isJidBroadcast(chat) || isJidNewsletter(chat)) return null;
     const content = normalizeMessageContent(message.message);
-    if (content === undefined || content === null) return null;
+    if (typeof content !== 'object' || content === null) return null;
     const type = getContentType(content);
     const group = isJidGroup(chat) === true;
     const inner = type === undefined ? undefined : (content[type] as { contextInfo?: proto.IContextInfo | null } | null | undefined);
     // Words come as plain text, extended text (with a mention or a quote), or a caption; a reaction, a poll or an edit is not a message.
     const raw =
-      content.conversation ??
-      content.extendedTextMessage?.text ??
-      content.imageMessage?.caption ??
-      content.videoMessage?.caption ??
-      content.documentMessage?.caption ??
-      '';
-    const media: ChannelEvent['media'] = [];
-    if (content.imageMessage || content.stickerMessage) media.push('image');
-    if (content.audioMessage) media.push(content.audioMessage.ptt === true ? 'voice' : 'audio');
-    if (content.videoMessage || content.ptvMessage) media.push('video');
-    if (content.documentMessage) media.push('file');
+      [content.conversation, content.extendedTextMessage?.text, content.imageMessage?.caption, content.videoMessage?.caption, content.documentMessage?.caption].find(
+        (words): words is string => typeof words === 'string',
+      ) ?? '';
+    const { media, attachments } = mediaOf(content);
     if (raw.trim() === '' && media.length === 0) return null;
 
-    const context = typeof inner === 'object' && inner !== null ? (inner.contextInfo ?? undefined) : undefined;
+    const context = isRecord(inner) && isRecord(inner.contextInfo) ? inner.contextInfo : undefined;
     const sender = group ? key.participant : chat;
-    if (sender === null || sender === undefined) return null;
-    const senderAlt = group ? key.participantAlt : key.remoteJidAlt;
+    if (typeof sender !== 'string' || sender === '') return null;
+    const alt = group ? key.participantAlt : key.remoteJidAlt;
+    const senderAlt = typeof alt === 'string' ? alt : undefined;
     const handle = handleOf(sender, senderAlt);
-    const mentionsBot = (context?.mentionedJid ?? []).some((jid) => isBot(jid));
+    const mentioned = context?.mentionedJid;
+    const mentionsBot = Array.isArray(mentioned) && mentioned.some((jid) => isBot(jid));
     const text = mentionsBot ? withoutMentions(raw, bot()) : raw.trim();
-    const replyTo = context?.stanzaId ?? null;
+    const replyTo = typeof context?.stanzaId === 'string' ? context.stanzaId : null;
     const replyToBot = replyTo !== null && (isBot(context?.participant) || approvalMessages.has(replyTo) || (recent.get(replyTo)?.key.fromMe ?? false));
     const chatOf = group ? chat : chatJidOf(sender, senderAlt);
     const target: ChannelTarget = { chatId: chat };
@@ -171,7 +180,7 @@ export function createWhatsAppAdapter(options: WhatsAppAdapterOptions): ChannelA
         channel: 'whatsapp',
         account,
         conversation: { externalId: conversationId(chatOf), kind: group ? 'group' : 'dm' },
-        sender: { externalId: handle, ...(message.pushName === undefined || message.pushName === null || message.pushName === '' ? {} : { displayName: message.pushName }) },
+        sender: { externalId: handle, ...(typeof message.pushName !== 'string' || message.pushName === '' ? {} : { displayName: message.pushName }) },
         externalMessageId: key.id,
         text,
       },
@@ -179,10 +188,21 @@ export function createWhatsAppAdapter(options: WhatsAppAdapterOptions): ChannelA
       replyTo,
       replyToBot,
       media,
+      ...(attachments.length === 0 ? {} : { fetchFiles: (signal: AbortSignal) => fetchFiles(attachments, media, signal) }),
       target,
-      deliveryId: `${chat}/${key.participant ?? ''}/${key.id}`,
+      deliveryId: `${chat}/${typeof key.participant === 'string' ? key.participant : ''}/${key.id}`,
     };
     return { event, press: group ? null : approvalPress(text, replyTo) };
+  }
+
+  /**
+   * The files of a message, from WhatsApp's media servers, decrypted with
+   * the message's media key (a message carries one file). Videos are skipped.
+   */
+  async function fetchFiles(attachments: readonly Attachment[], media: ChannelEvent['media'], signal: AbortSignal) {
+    const files: InboundFile[] = [];
+    for (const attachment of attachments) files.push(await fetchAttachment(attachment, { signal, ...(options.mediaOrigin === undefined ? {} : { origin: options.mediaOrigin }) }));
+    return { files, skipped: media.filter((kind) => kind === 'video') };
   }
 
   /** "approve 7C9E66" (or "approve" in reply to the approval's message) for an approval sent this run. */
@@ -263,7 +283,7 @@ export function createWhatsAppAdapter(options: WhatsAppAdapterOptions): ChannelA
   const adapter: ChannelAdapter = {
     channel: 'whatsapp',
     account,
-    capabilities: { threads: false, buttons: false, media: false, typing: true, textLimit: whatsappTextLimit, commandPrefix: '/' },
+    capabilities: { threads: false, buttons: false, media: true, typing: true, textLimit: whatsappTextLimit, commandPrefix: '/' },
 
     async start(start) {
       let settle: () => void = () => undefined;
@@ -272,10 +292,17 @@ export function createWhatsAppAdapter(options: WhatsAppAdapterOptions): ChannelA
         { store, ...(options.socketFactory === undefined ? {} : { socketFactory: options.socketFactory }), ...(options.logger === undefined ? {} : { logger: options.logger }), ...(options.backoffMs === undefined ? {} : { backoffMs: options.backoffMs }), ...(options.linkPollMs === undefined ? {} : { linkPollMs: options.linkPollMs }) },
         {
           onSocket(socket) {
-            socket.ev.on('messages.upsert', ({ messages, type }) => {
+            socket.ev.on('messages.upsert', (upsert) => {
               // `notify`: new messages; `append` is history and the account's own, not for Roster.
-              if (type !== 'notify') return;
-              for (const message of messages) take(start, message);
+              if (!isRecord(upsert) || upsert.type !== 'notify' || !Array.isArray(upsert.messages)) return;
+              for (const message of upsert.messages) {
+                // One message that cannot be read is dropped; it never stops the others, nor the socket that emitted it.
+                try {
+                  take(start, message);
+                } catch (error) {
+                  log()?.warn({ err: safeError(error) }, 'a WhatsApp message could not be read; it was dropped');
+                }
+              }
             });
           },
           onQr: () => {
@@ -344,6 +371,10 @@ export function createWhatsAppAdapter(options: WhatsAppAdapterOptions): ChannelA
     },
   };
   return adapter;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null;
 }
 
 /** The short code an owner types to decide: the approval id's first six hex digits. */

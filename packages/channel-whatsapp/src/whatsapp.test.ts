@@ -8,7 +8,7 @@ import { linkThrough, startFakeWhatsApp } from './fake-whatsapp.js';
 let sessions: TestDatabase;
 beforeAll(async () => {
   sessions = await openTestDatabase();
-  const fake = startFakeWhatsApp({ database: sessions.database, key: testInstallationKey });
+  const fake = await startFakeWhatsApp({ database: sessions.database, key: testInstallationKey });
   await linkThrough(fake, { database: sessions.database, key: testInstallationKey });
   await fake.close();
 });
@@ -18,7 +18,7 @@ afterAll(async () => {
 
 describeChannelConformance('whatsapp', {
   async start() {
-    const fake = startFakeWhatsApp({ database: sessions.database, key: testInstallationKey });
+    const fake = await startFakeWhatsApp({ database: sessions.database, key: testInstallationKey });
     fake.adapter = fake.makeAdapter();
     return fake;
   },
