@@ -11,6 +11,7 @@ import { startFakeDiscord, type FakeDiscord } from '../packages/channel-discord/
 import { fakeSlackBot, startFakeSlack, type FakeSlack } from '../packages/channel-slack/src/fake-slack.js';
 import { startFakeTelegram, type FakeTelegram } from '../packages/channel-telegram/src/fake-telegram.js';
 import { telegramSecretHeader } from '../packages/channel-telegram/src/telegram-adapter.js';
+import { fakeBot, linkThrough, startFakeWhatsApp, type FakeWhatsApp } from '../packages/channel-whatsapp/src/fake-whatsapp.js';
 
 /**
  * Hostile inbound payloads on every channel, generated with fast-check and
@@ -19,7 +20,9 @@ import { telegramSecretHeader } from '../packages/channel-telegram/src/telegram-
  * webhook entry (with the right secret) and through long polling (the fake
  * Bot API's getUpdates), Discord gateway events (MESSAGE_CREATE,
  * INTERACTION_CREATE and others, over the fake gateway's WebSocket, read by
- * the real discord.js client). Random JSON, message- and button-shaped objects with
+ * the real discord.js client), WhatsApp `messages.upsert` events emitted
+ * through baileys' own event emitter to the real adapter (proto-like
+ * messages and media messages with wrong types and missing keys). Random JSON, message- and button-shaped objects with
  * wrong types, NUL bytes, lone surrogates, oversized texts, JSON nested
  * 10,000 deep, bytes that are no UTF-8. Expected: nothing thrown out of the
  * process, no 500 from a webhook entry, nothing stored (none of it is a
@@ -32,6 +35,7 @@ let slack: FakeSlack;
 let telegramHook: FakeTelegram;
 let telegramPoll: FakeTelegram;
 let discord: FakeDiscord;
+let whatsapp: FakeWhatsApp;
 const served: ServedChannel[] = [];
 const escaped: unknown[] = [];
 const onEscape = (error: unknown) => escaped.push(error);
@@ -42,6 +46,7 @@ const slackRuns = 10;
 const webhookRuns = 30;
 const pollingRuns = 12;
 const gatewayRuns = 15;
+const upsertRuns = 25;
 
 function count(subject: string, kind: string): void {
   const kinds = cases.get(subject) ?? new Map<string, number>();
@@ -233,6 +238,105 @@ const discordKinds = (fake: FakeDiscord): Record<string, fc.Arbitrary<{ type: st
 };
 
 // ---------------------------------------------------------------------------
+// WhatsApp messages.upsert events.
+
+const whatsappKinds = (fake: FakeWhatsApp): Record<string, fc.Arbitrary<unknown>> => {
+  const stranger = fake.user(8);
+  const jid = fc.oneof(
+    fc.constantFrom(fake.dmChatId(stranger), fake.groupChatId, `${BigInt(stranger.id.slice(1)) + 100_000_000_000_000n}@lid`, 'status@broadcast', '120363000000000009@newsletter', `${fakeBot.lid}@lid`, `${fakeBot.number}@s.whatsapp.net`),
+    nastyString,
+    wrongType,
+  );
+  const words = fc.oneof(nastyString, wrongType);
+  const context = fc.oneof(
+    fc.record(
+      {
+        mentionedJid: fc.oneof(fc.array(jid, { maxLength: 2 }), wrongType),
+        stanzaId: fc.oneof(nastyString, wrongType),
+        participant: jid,
+        quotedMessage: fc.oneof(fc.record({ conversation: words }, { requiredKeys: [] }), wrongType),
+      },
+      { requiredKeys: [] },
+    ),
+    wrongType,
+  );
+  const bytes = fc.oneof(fc.uint8Array({ minLength: 32, maxLength: 32 }), fc.uint8Array({ maxLength: 40 }), wrongType);
+  // Where the file is, the key that opens it, its hash and length: none of it names a file WhatsApp's media server keeps.
+  const media = fc.oneof(
+    fc.record(
+      {
+        url: fc.oneof(fc.constantFrom('https://mmg.whatsapp.net/v/t62.7118-24/1_1_n.enc', 'https://attacker.example/v/1_n.enc', `${fake.mediaOrigin}/v/t62.7118-24/2_2_n.enc`), nastyString, wrongType),
+        directPath: fc.oneof(fc.constantFrom('/v/t62.7118-24/3_3_n.enc?ccb=11-4', '//attacker.example/v/1_n.enc', '@attacker.example/v', '/..\\..\\etc'), nastyString, wrongType),
+        mediaKey: bytes,
+        fileSha256: bytes,
+        fileEncSha256: bytes,
+        fileLength: fc.oneof(fc.integer(), fc.constant(11 * 1024 * 1024), fc.constant(-1), wrongType),
+        mimetype: fc.oneof(fc.constantFrom('image/jpeg', 'audio/ogg; codecs=opus', 'application/pdf', 'image/../../x'), nastyString, wrongType),
+        caption: words,
+        ptt: fc.oneof(fc.boolean(), wrongType),
+        fileName: words,
+        contextInfo: context,
+      },
+      { requiredKeys: [] },
+    ),
+    wrongType,
+  );
+  const content = fc.oneof(
+    fc.record({ conversation: words }),
+    fc.record({ extendedTextMessage: fc.oneof(fc.record({ text: words, contextInfo: context }, { requiredKeys: [] }), wrongType) }),
+    fc.record({ imageMessage: media }),
+    fc.record({ audioMessage: media }),
+    fc.record({ documentMessage: media }),
+    fc.record({ stickerMessage: media }),
+    fc.record({ videoMessage: media }),
+    fc.record({ documentWithCaptionMessage: fc.oneof(fc.record({ message: fc.oneof(fc.record({ documentMessage: media }), wrongType) }), wrongType) }),
+    fc.record({ ephemeralMessage: fc.record({ message: fc.oneof(fc.record({ conversation: words, imageMessage: media }, { requiredKeys: [] }), wrongType) }) }),
+    fc.record({ reactionMessage: wrongType, protocolMessage: wrongType, pollCreationMessage: wrongType }, { requiredKeys: [] }),
+    wrongType,
+  );
+  const message = (body: fc.Arbitrary<unknown>) =>
+    fc.record(
+      {
+        key: fc.oneof(
+          fc.record(
+            {
+              remoteJid: jid,
+              remoteJidAlt: jid,
+              fromMe: fc.oneof(fc.constant(false), fc.boolean(), wrongType),
+              id: fc.oneof(fc.stringMatching(/^3EB0[0-9A-F]{16}$/), nastyString, wrongType),
+              participant: jid,
+              participantAlt: jid,
+              addressingMode: fc.oneof(fc.constantFrom('pn', 'lid'), wrongType),
+            },
+            { requiredKeys: [] },
+          ),
+          wrongType,
+        ),
+        message: body,
+        messageTimestamp: fc.oneof(fc.nat(), wrongType),
+        pushName: words,
+      },
+      { requiredKeys: [] },
+    );
+  // Mostly `notify` (the new messages the adapter reads); sometimes another type, or none.
+  const type = fc.oneof({ arbitrary: fc.constant('notify'), weight: 4 }, { arbitrary: fc.oneof(fc.constantFrom('append', 'prepend'), nastyString, wrongType), weight: 1 });
+  const upsert = (messages: fc.Arbitrary<unknown>) => fc.record({ messages, type }, { requiredKeys: [] });
+  return {
+    // Baileys' emitter reads `type` off the data before any listener sees it: null is not something it can carry, anything else is.
+    'random JSON': fc.oneof(fc.jsonValue().filter((value) => value !== null), upsert(fc.oneof(fc.array(fc.jsonValue(), { maxLength: 3 }), fc.jsonValue()))),
+    'messages with wrong types': upsert(fc.oneof(fc.array(message(content), { minLength: 1, maxLength: 3 }), wrongType)),
+    'media with wrong types': upsert(fc.array(message(fc.oneof(fc.record({ imageMessage: media }), fc.record({ audioMessage: media }), fc.record({ documentMessage: media }))), { minLength: 1, maxLength: 2 })),
+    // Emitted in memory, not written as JSON: 10,000 deep reaches the adapter as it is.
+    'deep nesting': fc.oneof(
+      deepValue().map((value) => ({ type: 'notify', messages: [value] })),
+      upsert(fc.array(message(deepValue()), { minLength: 1, maxLength: 1 })),
+      upsert(fc.array(message(deepValue().map((value) => ({ extendedTextMessage: { text: 'hello?', contextInfo: { quotedMessage: value, mentionedJid: value } } }))), { minLength: 1, maxLength: 1 })),
+    ),
+    oversized: upsert(fc.array(message(fc.integer({ min: 64 * 1024, max: 1_000_000 }).map((length) => ({ conversation: 'v'.repeat(length) }))), { minLength: 1, maxLength: 1 })),
+  };
+};
+
+// ---------------------------------------------------------------------------
 // Slack events.
 
 const slackId = fc.oneof(fc.stringMatching(/^[UDCWB][A-Z0-9]{6,10}$/), nastyString, wrongType);
@@ -338,20 +442,27 @@ beforeAll(async () => {
   await directory.bindChannel({ channel: 'slack', agent: 'Scout' });
   await directory.bindChannel({ channel: 'telegram', agent: 'Scout' });
   await directory.bindChannel({ channel: 'discord', agent: 'Scout' });
+  await directory.bindChannel({ channel: 'whatsapp', agent: 'Scout' });
 
   slack = await startFakeSlack();
   telegramHook = await startFakeTelegram({ webhook: true });
   telegramPoll = await startFakeTelegram();
   discord = await startFakeDiscord();
+  whatsapp = await startFakeWhatsApp({ database: test.database, key: testInstallationKey });
+  await linkThrough(whatsapp, { database: test.database, key: testInstallationKey });
+  whatsapp.adapter = whatsapp.makeAdapter();
   await directory.linkIdentity(ada.id, 'slack', slack.user(1).id);
   await directory.linkIdentity(ada.id, 'telegram', telegramHook.user(2).id);
   await directory.linkIdentity(ada.id, 'discord', discord.user(2).id);
-  for (const adapter of [slack.adapter, telegramHook.adapter, telegramPoll.adapter, discord.adapter]) served.push(await serveChannel({ adapter, core: roster.core }));
+  await directory.linkIdentity(ada.id, 'whatsapp', whatsapp.user(2).id);
+  for (const adapter of [slack.adapter, telegramHook.adapter, telegramPoll.adapter, discord.adapter, whatsapp.adapter]) served.push(await serveChannel({ adapter, core: roster.core }));
+  await until(() => whatsapp.sockets.some((socket) => socket.user !== undefined && !socket.closed), 'the WhatsApp connection');
 
   // A stranger's message bumps the day's count of refusals (one row per channel and day, no words): made here, before the counts are taken.
   await slack.deliver({ chat: 'dm', from: slack.user(9), text: 'hello' });
   await telegramHook.deliver({ chat: 'dm', from: telegramHook.user(9), text: 'hello' });
   await discord.deliver({ chat: 'dm', from: discord.user(9), text: 'hello' });
+  await whatsapp.deliver({ chat: 'dm', from: whatsapp.user(9), text: 'hello' });
   await settled();
 });
 
@@ -364,6 +475,7 @@ afterAll(async () => {
   await telegramHook?.close();
   await telegramPoll?.close();
   await discord?.close();
+  await whatsapp?.close();
   await test?.cleanup();
   process.off('unhandledRejection', onEscape);
   process.off('uncaughtException', onEscape);
@@ -448,6 +560,28 @@ describe('hostile inbound payloads on every channel', () => {
     expect(escaped).toEqual([]);
   });
 
+  it('WhatsApp messages.upsert events through baileys’ emitter: nothing thrown out of the handler, nothing stored, the connection goes on', async () => {
+    const rows = await tableRows();
+    const ada = whatsapp.user(2).id.slice(1);
+    const sockets = whatsapp.sockets.length;
+    for (const [kind, arbitrary] of Object.entries(whatsappKinds(whatsapp))) {
+      await fc.assert(
+        fc.asyncProperty(arbitrary.filter(notLinked(ada)), async (data) => {
+          count('whatsapp messages.upsert', kind);
+          // The emitter calls the adapter's listener there and then: what it throws would come out here.
+          expect(() => whatsapp.upsert(data), `${kind}: ${shown(data)}`).not.toThrow();
+        }),
+        { numRuns: upsertRuns },
+      );
+      await settled();
+      expect(await tableRows(), kind).toEqual(rows);
+    }
+    // The same socket, still open: nothing made it reconnect.
+    expect(whatsapp.sockets).toHaveLength(sockets);
+    expect(whatsapp.sockets.at(-1)!.closed).toBe(false);
+    expect(escaped).toEqual([]);
+  });
+
   it('still answers a linked person on each channel afterwards', async () => {
     const before = await tableRows();
     const question = 'what do you know about my desk?';
@@ -466,6 +600,11 @@ describe('hostile inbound payloads on every channel', () => {
     await discord.deliver({ chat: 'dm', from: adaOnDiscord, text: question });
     await settled();
     expect(discord.sent().filter((message) => message.chatId === discord.dmChatId(adaOnDiscord)).map((message) => message.text)).toEqual([answer]);
+
+    const adaOnWhatsApp = whatsapp.user(2);
+    await whatsapp.deliver({ chat: 'dm', from: adaOnWhatsApp, text: question });
+    await settled();
+    expect(whatsapp.sent().filter((message) => message.chatId === whatsapp.dmChatId(adaOnWhatsApp)).map((message) => message.text)).toEqual([answer]);
 
     // Long polling still takes updates: a stranger gets the pairing hint.
     const stranger = telegramPoll.user(7);
