@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Person } from '@roster/core';
+import { handlers, runAsJob } from '@roster/jobs';
 import { apiTokenPrefix, createLoginLink, csrfTokenFor, sessionCookie } from '@roster/server';
+import { pagePaths } from '@roster/web';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startApiServer, type ApiServer, type Browser } from './support/api-server.js';
@@ -282,6 +284,41 @@ describe('the Host allow-list', () => {
   });
 });
 
+describe('the page shell', () => {
+  it('answers every address of the page with a policy that lets it load and send only to its own origin', async () => {
+    // Positive control: the list is the page's every address, not an empty loop.
+    expect(pagePaths.length).toBeGreaterThan(5);
+    for (const path of pagePaths) {
+      const shell = await call('GET', path);
+      expect(shell.statusCode, path).toBe(200);
+      expect(shell.headers['content-type']).toMatch(/^text\/html/);
+      const directives = Object.fromEntries(
+        String(shell.headers['content-security-policy'])
+          .split(';')
+          .map((directive) => directive.trim().split(/\s+/))
+          .map(([name, ...sources]) => [name, sources]),
+      );
+      expect(directives, path).toEqual({
+        'default-src': ["'self'"],
+        'script-src': ["'self'"],
+        'style-src': ["'self'"],
+        'img-src': ["'self'", 'data:'],
+        'connect-src': ["'self'"],
+        'object-src': ["'none'"],
+        'base-uri': ["'none'"],
+        'form-action': ["'self'"],
+        'frame-ancestors': ["'none'"],
+      });
+      expect(shell.headers['referrer-policy']).toBe('no-referrer');
+      expect(shell.headers['x-content-type-options']).toBe('nosniff');
+      // What the shell itself names is on this server: its hashed assets, no address with a host, no inline script.
+      expect(shell.body).toMatch(/<script[^>]* src="\/assets\/[^"]+\.js"/);
+      expect(shell.body).not.toMatch(/(?:src|href)="(?:[a-z]+:)?\/\//i);
+      expect(shell.body).not.toMatch(/<script(?![^>]*\ssrc=)[^>]*>/);
+    }
+  });
+});
+
 describe('memory', () => {
   let adaFact: string;
   let bobFact: string;
@@ -355,6 +392,80 @@ describe('memory', () => {
     const bad = await call('GET', '/api/agents/Scout/memory?validAt=yesterday', { as: owner });
     expectError(bad, 400, 'invalid_request');
     expect((bad.json() as { error: { message: string } }).error.message).toMatch(/^query\.validAt: /);
+
+    // Record time: a fact changes; asked as believed before the change, the old content; as believed now, the new one.
+    const scout = await server.runtime.core.directory.agentByName('Scout');
+    const stop = await server.runtime.memory.remember(
+      { agentId: scout.id, personId: ada.id, audience: 'private' },
+      { content: 'my bus stop is Elm Street', provenance: { actor: { kind: 'person', id: ada.id } } },
+    );
+    const firstBelieved = stop.fact.recordedAt.toISOString();
+    const updated = await call('POST', `/api/agents/Scout/facts/${stop.fact.id}/update`, { as: owner, body: { content: 'my bus stop is Oak Street' } });
+    expect(updated.statusCode, updated.body).toBe(200);
+    const believed = async (query: Record<string, string>) => {
+      const response = await call('GET', `/api/agents/Scout/memory?${new URLSearchParams({ person: 'Ada', ...query }).toString()}`, { as: owner });
+      expect(response.statusCode, response.body).toBe(200);
+      return (response.json() as { groups: Array<{ facts: Array<{ content: string }> }> }).groups.flatMap((group) => group.facts.map((fact) => fact.content)).filter((content) => content.startsWith('my bus stop'));
+    };
+    expect(await believed({ recordedAt: firstBelieved })).toEqual(['my bus stop is Elm Street']);
+    expect(await believed({ recordedAt: new Date().toISOString() })).toEqual(['my bus stop is Oak Street']);
+    // Asked now what it believed then about now: then it thought Elm Street would still hold; now it knows better.
+    expect(await believed({ recordedAt: firstBelieved, validAt: new Date().toISOString() })).toEqual(['my bus stop is Elm Street']);
+    expect(await believed({ validAt: new Date().toISOString() })).toEqual(['my bus stop is Oak Street']);
+    // Before it was ever told: nothing.
+    expect(await believed({ recordedAt: before })).toEqual([]);
+    const badRecorded = await call('GET', '/api/agents/Scout/memory?recordedAt=last%20week', { as: owner });
+    expectError(badRecorded, 400, 'invalid_request');
+    expect((badRecorded.json() as { error: { message: string } }).error.message).toMatch(/^query\.recordedAt: /);
+  });
+
+  it('names the messages a fact came from: the door, the time, and the words of one’s own lines only; a forgotten one as forgotten', async () => {
+    const scribe = await server.runtime.core.directory.addAgent({ name: 'Scribe', job: 'writes things down' });
+    for (const [as, message] of [
+      [owner, 'remember that my locker is number 12'],
+      [member, 'remember that my bike is the red one'],
+    ] as const) {
+      const said = await call('POST', '/api/chat', { as, body: { agent: 'Scribe', message } });
+      expect(said.statusCode, said.body).toBe(200);
+      expect(said.body).toContain('event: done');
+    }
+    type Listed = { groups: Array<{ person: { name: string } | null; facts: Array<{ id: string; content: string; provenance: { actorKind: string; channel: string | null; tool: string | null; sourceMessageIds: string[]; sources: Array<Record<string, unknown>> } }> }> };
+    const factOf = (listed: Listed, content: string) => listed.groups.flatMap((group) => group.facts).find((fact) => fact.content === content)!;
+
+    const asOwner = await call('GET', '/api/agents/Scribe/memory', { as: owner });
+    const ownerView = asOwner.json() as Listed;
+    const locker = factOf(ownerView, 'my locker is number 12');
+    expect(locker.provenance).toMatchObject({ actorKind: 'person', channel: 'web', sourceMessageIds: [expect.any(String)] });
+    expect(locker.provenance.sources).toEqual([
+      { id: locker.provenance.sourceMessageIds[0], channel: 'web', role: 'person', person: { id: ada.id, name: 'Ada' }, agent: null, at: expect.stringMatching(/Z$/), forgotten: false, own: true, text: 'remember that my locker is number 12' },
+    ]);
+    // Bob's fact, as the owner reads it: where and when he said it, not his words.
+    const bike = factOf(ownerView, 'my bike is the red one');
+    expect(bike.provenance.sources).toEqual([expect.objectContaining({ channel: 'web', role: 'person', person: { id: bob.id, name: 'Bob' }, own: false, forgotten: false, text: null })]);
+    expect(asOwner.body).not.toContain('remember that my bike');
+
+    // Bob reads his own: his words are there; Ada's fact and words are not, and her fact is not found.
+    const asMember = await call('GET', '/api/agents/Scribe/memory', { as: member });
+    expect(factOf(asMember.json() as Listed, 'my bike is the red one').provenance.sources).toEqual([
+      expect.objectContaining({ person: { id: bob.id, name: 'Bob' }, own: true, forgotten: false, text: 'remember that my bike is the red one' }),
+    ]);
+    expect(asMember.body).not.toContain('locker');
+    expectError(await call('GET', `/api/agents/Scribe/facts/${locker.id}/history`, { as: member }), 404, 'fact_not_found');
+
+    // A second fact drawn from the same message; once the first is forgotten, its source shows as forgotten, without the words.
+    const gym = await server.runtime.memory.remember(
+      { agentId: scribe.id, personId: ada.id, audience: 'private' },
+      { content: 'the gym opens at six', provenance: { actor: { kind: 'agent', id: 'Scribe' }, sourceMessageIds: locker.provenance.sourceMessageIds, tool: 'remember' } },
+    );
+    const beforeForget = factOf((await call('GET', '/api/agents/Scribe/memory', { as: owner })).json() as Listed, 'the gym opens at six');
+    expect(beforeForget.provenance.sources).toEqual([expect.objectContaining({ forgotten: false, text: 'remember that my locker is number 12' })]);
+    expect((await call('POST', `/api/agents/Scribe/facts/${locker.id}/forget`, { as: owner })).statusCode).toBe(200);
+    const afterForget = await call('GET', '/api/agents/Scribe/memory', { as: owner });
+    const gymAfter = factOf(afterForget.json() as Listed, 'the gym opens at six');
+    expect(gymAfter.id).toBe(gym.fact.id);
+    expect(gymAfter.provenance).toMatchObject({ actorKind: 'agent', tool: 'remember' });
+    expect(gymAfter.provenance.sources).toEqual([expect.objectContaining({ id: locker.provenance.sourceMessageIds[0], person: { id: ada.id, name: 'Ada' }, own: true, forgotten: true, text: null })]);
+    expect(afterForget.body).not.toContain('number 12');
   });
 });
 
@@ -480,6 +591,43 @@ describe('agents, people, lessons and the audit', () => {
     expectError(await call('POST', `/api/lessons/${lessonId}/retire`, { as: owner, body: { reason: 'again' } }), 404, 'lesson_not_found');
     const mirror = (await call('GET', '/api/agents/Scout/mirror', { as: owner })).json() as Record<string, unknown>;
     expect(mirror).toMatchObject({ agent: 'Scout', total: 0, learned: 0, passRate: [] });
+  });
+
+  it('shows a lesson’s evidence with the messages it came from, and an approved lesson’s version and approver', async () => {
+    const { directory } = server.runtime.core;
+    const herald = await directory.addAgent({ name: 'Herald', job: 'brings news' });
+    for (const message of ['from now on, keep the news to three lines', 'next time keep the news to three lines']) {
+      const said = await call('POST', '/api/chat', { as: owner, body: { agent: 'Herald', message } });
+      expect(said.body).toContain('event: done');
+    }
+    const { runtime } = server;
+    const deps = { database: server.test.database, memory: runtime.memory, directory, engineFor: runtime.engineFor, judgeFor: runtime.judgeFor };
+    expect(await runAsJob('review', () => handlers.review(deps, { agentId: herald.id }, { progress: async () => undefined }))).toMatchObject({ proposed: 1 });
+
+    type Evidence = { kind: string; person: string | null; personId: string | null; message: { channel: string | null; at: string; text: string | null; forgotten: boolean } | null };
+    const listed = (await call('GET', '/api/approvals?agent=Herald', { as: owner })).json() as { approvals: Array<{ id: string; text: string; evidence: Evidence[] }> };
+    expect(listed.approvals).toHaveLength(1);
+    const [approval] = listed.approvals;
+    expect(approval!.text).toBe('Keep the news to three lines.');
+    expect(approval!.evidence.map((entry) => [entry.kind, entry.person, entry.personId, entry.message?.channel, entry.message?.text, entry.message?.forgotten])).toEqual([
+      ['preference', 'Ada', ada.id, 'web', 'from now on, keep the news to three lines', false],
+      ['preference', 'Ada', ada.id, 'web', 'next time keep the news to three lines', false],
+    ]);
+    expect(approval!.evidence.every((entry) => !Number.isNaN(Date.parse(entry.message!.at)))).toBe(true);
+    // A member does not see them.
+    expectError(await call('GET', '/api/approvals?agent=Herald', { as: member }), 403, 'owner_required');
+
+    const approved = await call('POST', `/api/approvals/${approval!.id}/approve`, { as: owner });
+    expect(approved.json()).toMatchObject({ lesson: { version: 1, approvedBy: ada.id, approver: { id: ada.id, name: 'Ada' }, status: 'active', retiredAt: null } });
+    const lessons = (await call('GET', '/api/agents/Herald/lessons', { as: owner })).json() as { lessons: Array<Record<string, unknown> & { evidence: Evidence[] }> };
+    expect(lessons.lessons).toEqual([
+      expect.objectContaining({ text: 'Keep the news to three lines.', version: 1, approver: { id: ada.id, name: 'Ada' }, approvedAt: expect.stringMatching(/Z$/), retiredAt: null, retiredReason: null }),
+    ]);
+    expect(lessons.lessons[0]!.evidence.map((entry) => entry.message?.text)).toEqual(['from now on, keep the news to three lines', 'next time keep the news to three lines']);
+    // Retired with a reason: it says when and why.
+    await call('POST', `/api/lessons/${String(lessons.lessons[0]!.id)}/retire`, { as: owner, body: { reason: 'longer news now' } });
+    const retired = (await call('GET', '/api/agents/Herald/lessons', { as: owner })).json() as { lessons: Array<Record<string, unknown>> };
+    expect(retired.lessons).toEqual([expect.objectContaining({ status: 'retired', version: 1, approver: { id: ada.id, name: 'Ada' }, retiredAt: expect.stringMatching(/Z$/), retiredReason: 'longer news now' })]);
   });
 
   it('lists audit events without content and verifies the chains', async () => {

@@ -1,4 +1,4 @@
-import type { Agent, Person } from '@roster/core';
+import type { Agent, Person, SourceMessage } from '@roster/core';
 import type { Fact, SearchResult } from '@roster/memory';
 import { z } from 'zod';
 
@@ -23,6 +23,14 @@ export const showAgent = (agent: Agent) => ({ id: agent.id, name: agent.name, jo
 
 const trust = z.enum(['candidate', 'active', 'verified', 'disputed', 'retracted', 'rejected', 'faded', 'forgotten']);
 
+export const provenanceSchema = z.object({
+  actorKind: z.string(),
+  actorId: z.string().nullable(),
+  channel: z.string().nullable(),
+  tool: z.string().nullable(),
+  sourceMessageIds: z.array(z.string()),
+});
+
 export const factSchema = z.object({
   id: z.uuid(),
   content: z.string().nullable().describe('null once forgotten'),
@@ -35,14 +43,22 @@ export const factSchema = z.object({
   supersededAt: time.nullable(),
   uses: z.number().int(),
   lastUsedAt: time.nullable(),
-  provenance: z.object({
-    actorKind: z.string(),
-    actorId: z.string().nullable(),
-    channel: z.string().nullable(),
-    tool: z.string().nullable(),
-    sourceMessageIds: z.array(z.string()),
-  }),
+  provenance: provenanceSchema,
 });
+
+/** A message a fact was drawn from, as the reader may see it. */
+export const sourceMessageSchema = z.object({
+  id: z.uuid(),
+  channel: z.string().describe('The door it came through: web, telegram, …'),
+  role: z.enum(['person', 'agent', 'system', 'tool']),
+  person: personRefSchema.nullable().describe('Who said it, or to whom an agent answered it.'),
+  agent: z.string().nullable(),
+  at: time,
+  forgotten: z.boolean(),
+  own: z.boolean().describe('The reader’s own line: only then are its words given.'),
+  text: z.string().nullable().describe('The words: only of the reader’s own lines, and null once forgotten.'),
+});
+export const showSourceMessage = (message: SourceMessage): z.infer<typeof sourceMessageSchema> => ({ ...message, at: iso(message.at) });
 export const showFact = (fact: Fact) => ({
   id: fact.id,
   content: fact.content,

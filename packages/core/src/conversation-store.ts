@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { Database, Scope, Transaction } from '@roster/db';
+import { isUuid, type Database, type Scope, type Transaction } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { redactSecrets } from '@roster/memory';
 import type { Channel, Person } from './directory.js';
 import type { StoredMessage } from './prompt.js';
-import type { TranscriptLine } from './types.js';
+import type { SourceMessage, TranscriptLine } from './types.js';
 
 /** A bot account's binding: which agent it serves and who may talk to it. */
 export interface Binding {
@@ -237,6 +237,46 @@ export class ConversationStore {
         conversationId: id,
         lines: rows.reverse().map((row) => ({ id: row.id, role: row.role, agent: row.role === 'agent' ? row.agent : null, text: row.content, forgotten: row.forgotten, at: row.created_at })),
       };
+    });
+  }
+
+  /** The messages facts were drawn from, the words only of the reader's own lines (see `Core.sourceMessages`). */
+  async sourceMessages(input: { ids: readonly string[]; personId: string }): Promise<SourceMessage[]> {
+    const ids = [...new Set(input.ids)].filter(isUuid);
+    if (ids.length === 0) return [];
+    return this.database.adminScope('core: the source messages of facts a person reads', async (tx) => {
+      const { rows } = await tx.query<{
+        id: string;
+        channel: SourceMessage['channel'];
+        role: SourceMessage['role'];
+        person_id: string | null;
+        person_name: string | null;
+        agent: string | null;
+        created_at: Date;
+        forgotten: boolean;
+        own: boolean;
+        content: string | null;
+      }>(
+        `select m.id, c.channel, m.role, m.person_id, p.name as person_name, a.name as agent, m.created_at,
+                m.forgotten_at is not null as forgotten, m.person_id is not distinct from $2::uuid as own,
+                case when m.forgotten_at is null and m.person_id = $2::uuid then m.content end as content
+           from messages m join conversations c on c.id = m.conversation_id
+           left join people p on p.id = m.person_id left join agents a on a.id = m.agent_id
+          where m.id = any($1::uuid[])
+          order by m.created_at, m.id`,
+        [ids, input.personId],
+      );
+      return rows.map((row) => ({
+        id: row.id,
+        channel: row.channel,
+        role: row.role,
+        person: row.person_id === null ? null : { id: row.person_id, name: row.person_name ?? '' },
+        agent: row.role === 'agent' ? row.agent : null,
+        at: row.created_at,
+        forgotten: row.forgotten,
+        own: row.own,
+        text: row.content,
+      }));
     });
   }
 

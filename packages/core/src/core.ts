@@ -6,7 +6,7 @@ import { purgeAgent } from './purge.js';
 import { createTurnPipeline } from './turn.js';
 import type { Core, CoreOptions } from './types.js';
 
-export { maxFileBytes, maxFiles, maxMessageLength, type Core, type CoreOptions, type InboundFile, type InboundMessage, type Reply, type TranscriptLine, type TurnOptions, type TurnResult } from './types.js';
+export { maxFileBytes, maxFiles, maxMessageLength, type Core, type CoreOptions, type InboundFile, type InboundMessage, type Reply, type SourceMessage, type TranscriptLine, type TurnOptions, type TurnResult } from './types.js';
 
 /**
  * The conversation core, wired: the directory, the stores (conversations and
@@ -50,6 +50,7 @@ export function createCore(options: CoreOptions): Core {
     directory,
     purgeAgent: (name, confirmation) => purgeAgent({ database, memory, directory }, name, confirmation),
     transcript: (input) => conversations.transcript({ ...input, limit: Math.min(Math.max(input.limit ?? 100, 1), 500) }),
+    sourceMessages: (input) => conversations.sourceMessages(input),
     handle(inbound, turn = {}) {
       return inOrder(`${inbound.channel}:${inbound.conversation.externalId}`, () => handleTurn(inbound, turn));
     },

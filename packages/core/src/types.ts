@@ -122,6 +122,33 @@ export interface Core {
    * when the person has no such conversation.
    */
   transcript(input: { channel: Channel; externalId: string; personId: string; limit?: number }): Promise<{ conversationId: string; lines: TranscriptLine[] } | null>;
+  /**
+   * The messages a fact was drawn from, as one person may see them: where
+   * and when each was said and by whom, and its words only when the line is
+   * that person's own (what they said, or an agent's answer to them) and not
+   * forgotten. The caller passes only ids of facts the person may read; an
+   * id that names no message is left out.
+   */
+  sourceMessages(input: { ids: readonly string[]; personId: string }): Promise<SourceMessage[]>;
+}
+
+/** A message a fact came from, as `Core.sourceMessages` shows it to one person. */
+export interface SourceMessage {
+  id: string;
+  /** The door it came through: web, telegram, … */
+  channel: Channel;
+  role: 'person' | 'agent' | 'system' | 'tool';
+  /** Who said it (a person's line), or to whom it was answered (an agent's). */
+  person: { id: string; name: string } | null;
+  /** The agent that answered, for an agent's line. */
+  agent: string | null;
+  at: Date;
+  /** Its words were erased by a forget. */
+  forgotten: boolean;
+  /** The line is the reader's own: its words are theirs to read. */
+  own: boolean;
+  /** The words, when `own` and not `forgotten`; else null. */
+  text: string | null;
 }
 
 /** One line of a transcript. */

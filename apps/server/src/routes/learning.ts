@@ -1,4 +1,5 @@
-import { approveLesson, canJudge, listApprovals, listLessons, mirrorReport, passRateByDay, rejectApproval, retireLesson, type Approval } from '@roster/jobs';
+import { approveLesson, canJudge, listApprovals, listLessons, mirrorReport, passRateByDay, readEvidence, rejectApproval, retireLesson, type Approval, type EvidenceEntry, type Lesson } from '@roster/jobs';
+import type { Database } from '@roster/db';
 import { z } from 'zod';
 import type { RouteContext } from '../context.js';
 import { nameParam, okSchema, uuidParam } from '../schemas.js';
@@ -7,9 +8,19 @@ const evidenceSchema = z.object({
   eventId: z.string().nullable(),
   messageId: z.string().nullable(),
   personId: z.string().nullable(),
+  person: z.string().nullable().describe('The name of the person whose statement it was.'),
   kind: z.string(),
-  text: z.string().optional(),
+  text: z.string().optional().describe('An agent’s note on why it proposed the lesson.'),
   paraphrased: z.boolean().optional(),
+  message: z
+    .object({
+      channel: z.string().nullable().describe('The door it came through: web, telegram, …'),
+      at: z.iso.datetime(),
+      text: z.string().nullable().describe('The words; null once forgotten.'),
+      forgotten: z.boolean(),
+    })
+    .nullable()
+    .describe('The message the learning event came from; null when it is not kept.'),
 });
 
 const approvalSchema = z.object({
@@ -23,17 +34,17 @@ const approvalSchema = z.object({
   createdAt: z.iso.datetime(),
 });
 
-/** One piece of evidence as stored (a review's learning event, or an agent's note), in the API's shape. */
-function showEvidence(entry: unknown): z.infer<typeof evidenceSchema> {
-  const item = (typeof entry === 'object' && entry !== null ? entry : {}) as Record<string, unknown>;
-  const text = (value: unknown) => (typeof value === 'string' ? value : null);
+/** One piece of evidence, resolved to its learning event and message, in the API's shape. */
+function showEvidence(entry: EvidenceEntry): z.infer<typeof evidenceSchema> {
   return {
-    eventId: text(item.eventId),
-    messageId: text(item.messageId),
-    personId: text(item.personId),
-    kind: text(item.kind) ?? (typeof item.note === 'string' ? 'note' : 'unknown'),
-    ...(typeof item.note === 'string' ? { text: item.note } : {}),
-    ...(item.paraphrased === true ? { paraphrased: true } : {}),
+    eventId: entry.eventId,
+    messageId: entry.messageId,
+    personId: entry.personId,
+    person: entry.person,
+    kind: entry.kind,
+    ...(entry.note === undefined ? {} : { text: entry.note }),
+    ...(entry.paraphrased === true ? { paraphrased: true } : {}),
+    message: entry.message === null ? null : { ...entry.message, at: entry.message.at.toISOString() },
   };
 }
 
@@ -41,11 +52,31 @@ const lessonSchema = z.object({
   id: z.uuid(),
   text: z.string(),
   status: z.enum(['active', 'retired']),
-  version: z.number().int(),
+  version: z.number().int().describe('How many times this text was approved for the agent.'),
   approvedBy: z.string(),
+  approver: z.object({ id: z.string(), name: z.string() }).describe('Who approved it.'),
+  approvedAt: z.iso.datetime(),
+  retiredAt: z.iso.datetime().nullable(),
+  retiredReason: z.string().nullable(),
   approvalId: z.string().nullable(),
   evidence: z.array(evidenceSchema),
 });
+
+async function showLesson(database: Database, lesson: Lesson): Promise<z.infer<typeof lessonSchema>> {
+  return {
+    id: lesson.id,
+    text: lesson.text,
+    status: lesson.status,
+    version: lesson.version,
+    approvedBy: lesson.approvedBy,
+    approver: { id: lesson.approvedBy, name: lesson.approverName },
+    approvedAt: lesson.approvedAt.toISOString(),
+    retiredAt: lesson.retiredAt === null ? null : lesson.retiredAt.toISOString(),
+    retiredReason: lesson.retiredReason,
+    approvalId: lesson.approvalId,
+    evidence: (await readEvidence(database, lesson.agentId, lesson.evidence)).map(showEvidence),
+  };
+}
 
 const runSchema = z.object({ verdict: z.string(), reason: z.string(), ranAt: z.iso.datetime(), lessonsShown: z.unknown() });
 const mirrorSchema = z.object({
@@ -85,7 +116,7 @@ export function learningRoutes({ routes, runtime, database }: RouteContext): voi
   routes.add({
     method: 'GET',
     url: '/api/approvals',
-    summary: 'Lessons waiting for a person (status=all: decided ones too), with their whole text and evidence.',
+    summary: 'Lessons waiting for a person (status=all: decided ones too), with their whole text and evidence: each learning event with the message it came from (door, time, words unless forgotten) and whose it was.',
     access: 'owner',
     query: z.object({ status: z.enum(['pending', 'all']).optional(), agent: nameParam.optional() }),
     response: { status: 200, schema: z.object({ approvals: z.array(approvalSchema) }) },
@@ -95,18 +126,20 @@ export function learningRoutes({ routes, runtime, database }: RouteContext): voi
       const approvals = await listApprovals(database, { ...(agentId === undefined ? {} : { agentId }), ...(query.status === 'all' ? {} : { status: 'pending' as const }) });
       const agents = await directory.listAgents({ includeArchived: true });
       const nameOf = (approval: Approval) => agents.find((agent) => agent.id === approval.agentId)?.name ?? approval.agentId;
-      return {
-        approvals: approvals.map((approval) => ({
+      const shown = [];
+      for (const approval of approvals) {
+        shown.push({
           id: approval.id,
           agent: nameOf(approval),
           text: approval.text,
-          evidence: approval.evidence.map(showEvidence),
+          evidence: (await readEvidence(database, approval.agentId, approval.evidence)).map(showEvidence),
           proposedByKind: approval.proposedByKind,
           proposedBy: approval.proposedBy,
           status: approval.status,
           createdAt: new Date(approval.createdAt).toISOString(),
-        })),
-      };
+        });
+      }
+      return { approvals: shown };
     },
   });
 
@@ -120,7 +153,7 @@ export function learningRoutes({ routes, runtime, database }: RouteContext): voi
     errors: [404, 409],
     async handle({ params, viewer }) {
       const lesson = await approveLesson(database, runtime.memory.audit, params.id, { kind: 'person', personId: viewer.person.id });
-      return { lesson: { ...lesson, evidence: lesson.evidence.map(showEvidence) } };
+      return { lesson: await showLesson(database, lesson) };
     },
   });
 
@@ -141,14 +174,16 @@ export function learningRoutes({ routes, runtime, database }: RouteContext): voi
   routes.add({
     method: 'GET',
     url: '/api/agents/:name/lessons',
-    summary: 'An agent’s lessons, active and retired.',
+    summary: 'An agent’s lessons, active and retired, each with its version, who approved it and when, and its evidence.',
     access: 'owner',
     params: agentParams,
     response: { status: 200, schema: z.object({ lessons: z.array(lessonSchema) }) },
     errors: [404],
     async handle({ params }) {
       const agent = await directory.agentByName(params.name);
-      return { lessons: (await listLessons(database, agent.id)).map((lesson) => ({ ...lesson, evidence: lesson.evidence.map(showEvidence) })) };
+      const lessons = [];
+      for (const lesson of await listLessons(database, agent.id)) lessons.push(await showLesson(database, lesson));
+      return { lessons };
     },
   });
 

@@ -1,14 +1,21 @@
 import { readMemoryView, type Agent } from '@roster/core';
 import type { Scope } from '@roster/db';
-import { FactNotFoundError, type Provenance } from '@roster/memory';
+import { FactNotFoundError, type Fact, type Provenance } from '@roster/memory';
 import { z } from 'zod';
 import type { Viewer } from '../access.js';
 import type { RouteContext } from '../context.js';
-import { factSchema, nameParam, personRefSchema, showFact, uuidParam } from '../schemas.js';
+import { factSchema, nameParam, personRefSchema, provenanceSchema, showFact, showSourceMessage, sourceMessageSchema, uuidParam } from '../schemas.js';
 
 const factParams = z.object({ name: nameParam, id: uuidParam });
 const contentBody = z.object({ content: z.string().min(1).describe('At most 4,000 characters (longer: 413).') });
 const time = z.iso.datetime({ offset: true });
+
+/** A fact as the memory listing gives it: its provenance also names the messages it came from. */
+const listedFactSchema = factSchema.extend({
+  provenance: provenanceSchema.extend({
+    sources: z.array(sourceMessageSchema).describe('The messages it was drawn from: door, time, who; the words only of the reader’s own lines, and none once forgotten.'),
+  }),
+});
 
 /** Who made a change from the web: the owner's tool, or the person about their own memory. */
 function provenanceOf(viewer: Viewer): Provenance {
@@ -34,7 +41,7 @@ export function memoryRoutes({ routes, runtime }: RouteContext): void {
   routes.add({
     method: 'GET',
     url: '/api/agents/:name/memory',
-    summary: 'What an agent remembers, by person (person null: agent-wide). A member sees only their own group.',
+    summary: 'What an agent remembers, by person (person null: agent-wide), each fact with the messages it came from. A member sees only their own group.',
     access: 'person',
     params: z.object({ name: nameParam }),
     query: z.object({
@@ -42,7 +49,7 @@ export function memoryRoutes({ routes, runtime }: RouteContext): void {
       validAt: time.optional().describe('What was true at this time.'),
       recordedAt: time.optional().describe('What was believed at this time.'),
     }),
-    response: { status: 200, schema: z.object({ groups: z.array(z.object({ person: personRefSchema.nullable(), facts: z.array(factSchema) })) }) },
+    response: { status: 200, schema: z.object({ groups: z.array(z.object({ person: personRefSchema.nullable(), facts: z.array(listedFactSchema) })) }) },
     errors: [404],
     async handle({ params, query, viewer }) {
       const agent = await directory.agentByName(params.name);
@@ -53,8 +60,16 @@ export function memoryRoutes({ routes, runtime }: RouteContext): void {
         ...(query.validAt === undefined ? {} : { validAt: new Date(query.validAt) }),
         ...(query.recordedAt === undefined ? {} : { recordedAt: new Date(query.recordedAt) }),
       });
-      const people = view.people.map((group) => ({ person: { id: group.person.id, name: group.person.name }, facts: group.facts.map(showFact) }));
-      return { groups: person === undefined ? [{ person: null, facts: view.agentWide.map(showFact) }, ...people] : people };
+      const facts = [...view.agentWide, ...view.people.flatMap((group) => group.facts)];
+      const sources = new Map(
+        (await runtime.core.sourceMessages({ ids: facts.flatMap((fact) => fact.sourceMessageIds), personId: viewer.person.id })).map((message) => [message.id, showSourceMessage(message)] as const),
+      );
+      const show = (fact: Fact) => {
+        const shown = showFact(fact);
+        return { ...shown, provenance: { ...shown.provenance, sources: fact.sourceMessageIds.flatMap((id) => sources.get(id) ?? []) } };
+      };
+      const people = view.people.map((group) => ({ person: { id: group.person.id, name: group.person.name }, facts: group.facts.map(show) }));
+      return { groups: person === undefined ? [{ person: null, facts: view.agentWide.map(show) }, ...people] : people };
     },
   });
 
