@@ -16,6 +16,8 @@ let browser: Browser;
 let fake: Awaited<ReturnType<typeof startFakeOpenAi>>;
 /** Every console error and uncaught exception of any page, with the address it happened on. */
 const problems: string[] = [];
+/** Every address any watched page asked for: all of them must be the server's own. */
+const requested: string[] = [];
 
 beforeAll(async () => {
   fs.mkdirSync(artifacts, { recursive: true });
@@ -27,6 +29,7 @@ beforeAll(async () => {
 
 beforeEach(() => {
   problems.length = 0;
+  requested.length = 0;
 });
 
 afterAll(async () => {
@@ -42,8 +45,20 @@ function watch(page: Page): Page {
     if (message.type() === 'error') problems.push(`${page.url()}: console error: ${message.text()}`);
   });
   page.on('pageerror', (error) => problems.push(`${page.url()}: ${error.message}`));
+  page.on('request', (request) => requested.push(request.url()));
   return page;
 }
+
+/** Nothing a watched page asked for came from elsewhere: no CDN, no font, no tracker (and it did ask: its shell, scripts and API). */
+function expectOwnOriginOnly(): void {
+  const own = new URL(roster.address).origin;
+  expect(requested.filter((url) => url.startsWith(`${own}/api/`)).length).toBeGreaterThan(0);
+  expect(requested.filter((url) => url.startsWith(`${own}/assets/`)).length).toBeGreaterThan(0);
+  expect(requested.filter((url) => new URL(url).origin !== own)).toEqual([]);
+}
+
+/** A day, counted from today, as a date field takes it. */
+const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toLocaleDateString('en-CA');
 
 async function shot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: `${artifacts}${name}.png`, fullPage: true });
@@ -148,11 +163,17 @@ describe('the web page in a browser', () => {
     expect(provenance).toContain('told by Ada');
     expect(provenance).toContain('on web');
     expect(provenance).toContain('remember');
+    // The message it came from: the door, the time, and the owner's own words.
+    const source = fact.locator('.provenance li.source');
+    expect(await source.count()).toBe(1);
+    expect(await source.locator('.channel').textContent()).toBe('web');
+    expect(await source.locator('time').count()).toBe(1);
+    expect(await source.textContent()).toContain('you said: remember that my locker code is at the blue door');
+    expect(await source.locator('q').textContent()).toBe('remember that my locker code is at the blue door');
     expect(await unlabelledControls(page)).toEqual([]);
     await shot(page, 'memory');
 
     // What was true yesterday: not yet this fact; today (the positive control): it is.
-    const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toLocaleDateString('en-CA');
     await page.getByLabel('What was true on', { exact: true }).fill(day(-1));
     await page.getByRole('button', { name: 'Show' }).click();
     await page.locator('.memory .empty').waitFor();
@@ -191,15 +212,29 @@ describe('the web page in a browser', () => {
     await open(page, 'Lessons & approvals', 'Lessons & approvals');
     const pending = page.locator('li.approval');
     await pending.waitFor();
-    expect(await pending.locator('blockquote').textContent()).toBe('Give me prices in euros first.');
-    expect(await pending.locator('.evidence li').count()).toBe(2);
+    expect(await pending.locator('blockquote.lesson-text').textContent()).toBe('Give me prices in euros first.');
+    // The evidence: each statement with whose it was, the door, the time, and its words.
+    const evidence = pending.locator('.evidence li');
+    expect(await evidence.count()).toBe(2);
+    expect(await evidence.locator('blockquote.said').allTextContents()).toEqual(['from now on, give me prices in euros first', 'next time give me prices in euros first']);
+    for (const item of await evidence.all()) {
+      expect(await item.locator('.said-where').textContent()).toMatch(/^preference said by Ada on web, /);
+      expect(await item.locator('.said-where time').count()).toBe(1);
+    }
     await shot(page, 'lessons-pending');
     await pending.getByRole('button', { name: 'Approve' }).click();
     const active = page.getByRole('list', { name: 'Active lessons' });
     await active.waitFor();
-    expect(await active.locator('blockquote').allTextContents()).toEqual(['Give me prices in euros first.']);
+    expect(await active.locator('blockquote.lesson-text').allTextContents()).toEqual(['Give me prices in euros first.']);
+    // Its version and who approved it.
+    expect(await active.locator('.tag.version').allTextContents()).toEqual(['version 1']);
+    expect(await active.locator('.approval-line').textContent()).toMatch(/^Approved by Ada, .+\.$/);
     expect(await page.locator('li.approval').count()).toBe(0);
     await shot(page, 'lessons');
+    // The evidence it was approved on stays with it.
+    await active.locator('details.evidence-box summary').click();
+    expect(await active.locator('.evidence blockquote.said').allTextContents()).toEqual(['from now on, give me prices in euros first', 'next time give me prices in euros first']);
+    await shot(page, 'lessons-evidence');
 
     // The mirror: the correction became a case; a night's replay passed and shows on the chart.
     await expect.poll(async () => (await mirrorReport(roster.database, scout.id)).total, { timeout: 20_000 }).toBeGreaterThan(0);
@@ -251,6 +286,7 @@ describe('the web page in a browser', () => {
     }
 
     expect(problems).toEqual([]);
+    expectOwnOriginOnly();
   }, 180_000);
 
   it('updates, corrects and confirms a fact with its versions shown, and edits, archives, restores and purges an agent', async () => {
@@ -276,6 +312,28 @@ describe('the web page in a browser', () => {
     await versions.nth(1).waitFor();
     expect(await versions.locator('.content').allTextContents()).toEqual(['my flat is on the third floor', 'my flat is on the fourth floor']);
     expect(await versions.locator('strong').allTextContents()).toEqual(['Earlier version', 'This version']);
+
+    // What did it believe before the update? At the earlier version's own moment: the old content, not the new.
+    await versions.nth(0).getByRole('link', { name: 'What it believed then' }).click();
+    await page.locator('.memory .when').waitFor();
+    const believed = page.locator('li.fact > p.content');
+    expect(await believed.allTextContents()).toEqual(['my flat is on the third floor']);
+    expect(await page.getByLabel('What did it believe on', { exact: true }).inputValue()).toBe(day(0));
+    expect(await page.getByLabel('At', { exact: true }).inputValue()).toMatch(/^\d{2}:\d{2}:\d{2}$/);
+    await shot(page, 'memory-believed');
+    // As believed at the end of today: the new content, not the old.
+    await page.getByLabel('At', { exact: true }).fill('');
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.locator('li.fact > p.content', { hasText: 'my flat is on the fourth floor' }).waitFor();
+    expect(await believed.allTextContents()).toEqual(['my flat is on the fourth floor']);
+    // As believed yesterday, before it was told either: nothing.
+    await page.getByLabel('What did it believe on', { exact: true }).fill(day(-1));
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.locator('.memory .empty').waitFor();
+    expect(await page.locator('li.fact', { hasText: 'floor' }).count()).toBe(0);
+    await page.getByRole('link', { name: 'Now' }).click();
+    fact = page.locator('li.fact', { hasText: 'my flat is on the fourth floor' });
+    await fact.waitFor();
 
     // That was wrong: corrected, then confirmed.
     await fact.getByRole('button', { name: 'Correct…' }).click();
@@ -314,6 +372,7 @@ describe('the web page in a browser', () => {
     expect((await roster.runtime.core.directory.listAgents({ includeArchived: true })).map((agent) => agent.name)).not.toContain('Keeper');
     await context.close();
     expect(problems).toEqual([]);
+    expectOwnOriginOnly();
   }, 120_000);
 
   it('refuses a spent login link, saying how to get a fresh one', async () => {
@@ -367,6 +426,8 @@ describe('the web page in a browser', () => {
     await page.locator('li.fact', { hasText: 'my bike is the red one' }).waitFor();
     expect(await page.getByLabel('Person', { exact: true }).count()).toBe(0);
     expect(await page.content()).not.toContain('spare key');
+    // Their own words, in the message the fact came from.
+    expect(await page.locator('li.fact', { hasText: 'my bike is the red one' }).locator('li.source q').textContent()).toBe('remember that my bike is the red one');
     await shot(page, 'member-memory');
     // An owner's page is not a member's: the address leads back to the chat.
     await page.goto(`${roster.address}/agents`);
@@ -381,9 +442,14 @@ describe('the web page in a browser', () => {
     await ownerPage.goto(`${roster.address}/memory?agent=Guide`);
     await ownerPage.locator('li.fact', { hasText: 'Ada keeps the spare key under the mat' }).waitFor();
     expect(await ownerPage.content()).toContain('my bike is the red one');
+    // Bob's fact names where and when he said it, not his words: those are his.
+    const bobsSource = ownerPage.locator('li.fact', { hasText: 'my bike is the red one' }).locator('li.source');
+    expect(await bobsSource.textContent()).toContain('Bob said: their words are theirs: not shown here.');
+    expect(await ownerPage.content()).not.toContain('remember that my bike');
     await owner.close();
 
     expect(problems).toEqual([]);
+    expectOwnOriginOnly();
   }, 120_000);
 
   it('chats with the whole team, approves and retires one lesson and rejects another, stores a channel token write-only, and makes and revokes an API token', async () => {
@@ -427,7 +493,7 @@ describe('the web page in a browser', () => {
     await page.goto(`${roster.address}/lessons?agent=Atlas`);
     const activeLessons = page.getByRole('list', { name: 'Active lessons' });
     await activeLessons.waitFor();
-    expect(await activeLessons.locator('blockquote').allTextContents()).toEqual([expect.stringContaining('kilometres')]);
+    expect(await activeLessons.locator('blockquote.lesson-text').allTextContents()).toEqual([expect.stringContaining('kilometres')]);
     expect(await page.locator('li.approval').count()).toBe(0);
     expect(await page.content()).not.toContain('nearest station');
     // Retired, with a reason: it moves to the retired list.
@@ -436,7 +502,10 @@ describe('the web page in a browser', () => {
     await page.getByRole('button', { name: 'Retire', exact: true }).click();
     const retiredLessons = page.getByRole('list', { name: 'Retired lessons' });
     await retiredLessons.waitFor();
-    expect(await retiredLessons.locator('blockquote').allTextContents()).toEqual([expect.stringContaining('kilometres')]);
+    expect(await retiredLessons.locator('blockquote.lesson-text').allTextContents()).toEqual([expect.stringContaining('kilometres')]);
+    expect(await retiredLessons.locator('.tag.version').allTextContents()).toEqual(['version 1']);
+    expect(await retiredLessons.locator('.approval-line').textContent()).toMatch(/^Approved by Ada, /);
+    expect(await retiredLessons.textContent()).toContain('Miles again from now on.');
     expect(await page.getByRole('list', { name: 'Active lessons' }).count()).toBe(0);
     await shot(page, 'lessons-retired');
 
@@ -480,5 +549,6 @@ describe('the web page in a browser', () => {
 
     await context.close();
     expect(problems).toEqual([]);
+    expectOwnOriginOnly();
   }, 180_000);
 });

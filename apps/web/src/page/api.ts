@@ -24,12 +24,27 @@ export interface EngineChoice {
   detail: string;
 }
 
+/** A message a fact came from; its words only when it is the reader's own line and not forgotten. */
+export interface SourceMessage {
+  id: string;
+  channel: string;
+  role: 'person' | 'agent' | 'system' | 'tool' | string;
+  person: { id: string; name: string } | null;
+  agent: string | null;
+  at: string;
+  forgotten: boolean;
+  own: boolean;
+  text: string | null;
+}
+
 export interface Provenance {
   actorKind: string;
   actorId: string | null;
   channel: string | null;
   tool: string | null;
   sourceMessageIds: string[];
+  /** The memory listing gives the messages themselves; other answers only their ids. */
+  sources?: SourceMessage[];
 }
 
 export interface Fact {
@@ -63,10 +78,14 @@ export interface Evidence {
   eventId: string | null;
   messageId: string | null;
   personId: string | null;
+  /** The name of the person whose statement it was. */
+  person: string | null;
   kind: string;
-  /** An agent's note; a person's words are not copied here. */
+  /** An agent's note on why it proposed the lesson. */
   text?: string;
   paraphrased?: boolean;
+  /** The message the learning event came from: the door, the time, the words (null once forgotten). */
+  message: { channel: string | null; at: string; text: string | null; forgotten: boolean } | null;
 }
 
 export interface Approval {
@@ -86,6 +105,10 @@ export interface Lesson {
   status: 'active' | 'retired' | string;
   version: number;
   approvedBy: string;
+  approver: { id: string; name: string };
+  approvedAt: string;
+  retiredAt: string | null;
+  retiredReason: string | null;
   approvalId: string | null;
   evidence: Evidence[];
 }

@@ -1,4 +1,4 @@
-import { api, segment, type Approval, type Lesson, type PersonWithIdentities } from '../api.ts';
+import { api, segment, type Approval, type Evidence, type Lesson, type PersonWithIdentities } from '../api.ts';
 import { field, h, replace, time } from '../dom.ts';
 import { action, agentChooser, badge, empty, errorText, form, listAgents, loading, outcome, text, type PageContext } from '../ui.ts';
 
@@ -6,6 +6,40 @@ function proposer(approval: Approval, names: Map<string, string>): string {
   if (approval.proposedByKind === 'job') return `the ${approval.proposedBy ?? 'review'} job`;
   if (approval.proposedByKind === 'agent') return `the agent ${approval.agent}`;
   return approval.proposedBy === null ? 'a person' : (names.get(approval.proposedBy) ?? approval.proposedBy);
+}
+
+/** One piece of evidence: whose statement, where and when it was said, and the words (a tombstone once forgotten). */
+function evidenceItem(item: Evidence, names: Map<string, string>): HTMLElement {
+  const who = item.person ?? (item.personId === null ? null : (names.get(item.personId) ?? 'a person'));
+  const said = item.message;
+  return h(
+    'li',
+    { class: 'evidence-item', 'data-kind': item.kind },
+    h(
+      'p',
+      { class: 'said-where' },
+      badge(item.kind),
+      ' ',
+      item.kind === 'note' ? 'the agent’s note' : who === null ? 'from the agent' : ['said by ', h('strong', null, who)],
+      said === null ? null : [said.channel === null ? null : [' on ', h('span', { class: 'tag channel' }, said.channel)], ', ', time(said.at)],
+    ),
+    item.text === undefined ? null : h('q', { class: 'note' }, item.text),
+    said === null
+      ? h('p', { class: 'hint' }, 'The message it came from is no longer kept.')
+      : said.forgotten || said.text === null
+        ? h('p', { class: 'tombstone' }, 'Forgotten: its words are erased.')
+        : h('blockquote', { class: 'said' }, item.kind === 'note' ? [h('small', { class: 'hint' }, 'in answer to: '), said.text] : said.text),
+    item.paraphrased === true ? h('small', { class: 'hint' }, 'The lesson paraphrases several people.') : null,
+  );
+}
+
+function evidenceList(evidence: Evidence[], names: Map<string, string>, open: boolean): HTMLElement {
+  return h(
+    'details',
+    { class: 'evidence-box', open: open && evidence.length > 0 && evidence.length <= 3 },
+    h('summary', null, `Evidence (${evidence.length})`),
+    evidence.length === 0 ? empty('No evidence was attached.') : h('ul', { class: 'evidence' }, evidence.map((item) => evidenceItem(item, names))),
+  );
 }
 
 function approvalCard(context: PageContext, approval: Approval, names: Map<string, string>): HTMLElement {
@@ -19,34 +53,13 @@ function approvalCard(context: PageContext, approval: Approval, names: Map<strin
       report.fail(error);
     }
   };
-  const evidence = approval.evidence ?? [];
   return h(
     'li',
     { class: 'card approval', 'data-approval': approval.id },
     h('div', { class: 'card-head' }, h('h3', null, `For ${approval.agent}`), badge(approval.status)),
     h('blockquote', { class: 'lesson-text' }, approval.text),
     h('p', { class: 'hint' }, 'Proposed by ', proposer(approval, names), ', ', time(approval.createdAt), '. Once approved, this text rides in every later prompt of ', approval.agent, '.'),
-    h(
-      'details',
-      { open: evidence.length > 0 && evidence.length <= 3 },
-      h('summary', null, `Evidence (${evidence.length})`),
-      evidence.length === 0
-        ? empty('No evidence was attached.')
-        : h(
-            'ul',
-            { class: 'evidence' },
-            evidence.map((item) =>
-              h(
-                'li',
-                null,
-                badge(item.kind),
-                ' ',
-                item.text === undefined ? (item.personId === null ? 'from the agent' : ['said by ', h('strong', null, names.get(item.personId) ?? 'a person')]) : h('q', null, item.text),
-                item.paraphrased === true ? h('small', { class: 'hint' }, ' (the lesson paraphrases several people)') : null,
-              ),
-            ),
-          ),
-    ),
+    evidenceList(approval.evidence ?? [], names, true),
     approval.status === 'pending'
       ? h('div', { class: 'actions' }, action('Approve', decide('approve'), { kind: 'primary' }), action('Reject', decide('reject'), { kind: 'danger' }))
       : null,
@@ -54,7 +67,7 @@ function approvalCard(context: PageContext, approval: Approval, names: Map<strin
   );
 }
 
-function lessonCard(context: PageContext, lesson: Lesson): HTMLElement {
+function lessonCard(context: PageContext, lesson: Lesson, names: Map<string, string>): HTMLElement {
   const card = h('li', { class: `card lesson ${lesson.status}`, 'data-lesson': lesson.id });
   const retire = (): void => {
     const reason = h('textarea', { name: 'reason', rows: '2', required: true, maxlength: '500' });
@@ -74,8 +87,11 @@ function lessonCard(context: PageContext, lesson: Lesson): HTMLElement {
   };
   replace(
     card,
-    h('div', { class: 'card-head' }, badge(lesson.status), h('span', { class: 'tag' }, `version ${lesson.version}`)),
+    h('div', { class: 'card-head' }, badge(lesson.status), h('span', { class: 'tag version' }, `version ${lesson.version}`)),
     h('blockquote', { class: 'lesson-text' }, lesson.text),
+    h('p', { class: 'approval-line' }, 'Approved by ', h('strong', { class: 'approver' }, lesson.approver.name), ', ', time(lesson.approvedAt), '.'),
+    lesson.retiredAt === null ? null : h('p', { class: 'hint' }, 'Retired ', time(lesson.retiredAt), lesson.retiredReason === null ? '.' : [': ', h('q', null, lesson.retiredReason)]),
+    evidenceList(lesson.evidence, names, false),
     lesson.status === 'active' ? h('div', { class: 'actions' }, action('Retire…', () => retire())) : null,
   );
   return card;
@@ -114,9 +130,9 @@ export async function lessonsPage(context: PageContext): Promise<void> {
     replace(
       lessonsBox,
       h('h3', null, `Active (${active.length})`),
-      active.length === 0 ? empty(`${chooser.chosen} follows no lesson yet.`) : h('ul', { class: 'cards', 'aria-label': 'Active lessons' }, active.map((lesson) => lessonCard(context, lesson))),
+      active.length === 0 ? empty(`${chooser.chosen} follows no lesson yet.`) : h('ul', { class: 'cards', 'aria-label': 'Active lessons' }, active.map((lesson) => lessonCard(context, lesson, names))),
       h('h3', null, `Retired (${retired.length})`),
-      retired.length === 0 ? empty('None retired.') : h('ul', { class: 'cards', 'aria-label': 'Retired lessons' }, retired.map((lesson) => lessonCard(context, lesson))),
+      retired.length === 0 ? empty('None retired.') : h('ul', { class: 'cards', 'aria-label': 'Retired lessons' }, retired.map((lesson) => lessonCard(context, lesson, names))),
     );
   } catch (error) {
     replace(lessonsBox, h('p', { class: 'outcome error', role: 'alert' }, errorText(error)));

@@ -1,4 +1,4 @@
-import { api, segment, withQuery, type Fact, type FactGroup, type FactVersion, type PersonWithIdentities } from '../api.ts';
+import { api, segment, withQuery, type Fact, type FactGroup, type FactVersion, type PersonWithIdentities, type SourceMessage } from '../api.ts';
 import { field, h, replace, select, time, type Child } from '../dom.ts';
 import { action, agentChooser, badge, confirmStep, empty, errorText, form, isOwner, listAgents, loading, outcome, text, type PageContext } from '../ui.ts';
 
@@ -23,6 +23,30 @@ function endOfDay(date: string): string | null {
   return Number.isNaN(moment.getTime()) ? null : moment.toISOString();
 }
 
+/**
+ * A moment as the address carries it, as the API's ISO time: a day (its
+ * end), a day and a time of day in the person's time zone (the end of that
+ * minute or second), or an exact instant (a version's own record time).
+ */
+function moment(value: string): string | null {
+  if (/^\d{4}-\d{2}-\d{2}$/.test(value)) return endOfDay(value);
+  const local = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2})(:\d{2})?$/.exec(value);
+  const parsed = local === null ? new Date(value) : new Date(`${local[1]}${local[2] ?? ':59'}.999`);
+  return /^\d{4}-\d{2}-\d{2}T/.test(value) && !Number.isNaN(parsed.getTime()) ? parsed.toISOString() : null;
+}
+
+const pad = (value: number) => String(value).padStart(2, '0');
+
+/** The day and the time of day of a moment, in the person's time zone, for the date and time fields. */
+function dayAndTime(value: string): { day: string; time: string } {
+  if (/^\d{4}-\d{2}-\d{2}$/.test(value)) return { day: value, time: '' };
+  const local = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}(?::\d{2})?)$/.exec(value);
+  if (local !== null) return { day: local[1]!, time: local[2]! };
+  const at = new Date(value);
+  if (Number.isNaN(at.getTime())) return { day: '', time: '' };
+  return { day: `${at.getFullYear()}-${pad(at.getMonth() + 1)}-${pad(at.getDate())}`, time: `${pad(at.getHours())}:${pad(at.getMinutes())}:${pad(at.getSeconds())}` };
+}
+
 function tombstone(): HTMLElement {
   return h('p', { class: 'tombstone' }, h('strong', null, 'Forgotten.'), ' Its words are erased everywhere; a tombstone keeps them from being learned again unless said anew.');
 }
@@ -35,6 +59,8 @@ function tombstoneLine(): HTMLElement {
 interface MemoryView {
   context: PageContext;
   agent: string;
+  /** The person filter of the page (the owner's), kept in links to other moments. */
+  person: string;
   /** Person ids to names, for provenance. */
   names: Map<string, string>;
   /** Viewing the past: no actions, since only the current version changes. */
@@ -51,13 +77,43 @@ function provenance(view: MemoryView, fact: Fact): Child {
       : source.actorKind === 'owner'
         ? ['set by ', h('strong', null, name ?? 'the owner'), ' (owner)']
         : source.actorKind === 'agent'
-          ? ['written by ', h('strong', null, 'the agent')]
-          : ['written by ', h('strong', null, source.actorKind === 'job' ? 'a job' : source.actorKind)];
+          ? ['written by ', h('strong', null, source.actorId === null ? 'the agent' : `the agent ${source.actorId}`)]
+          : source.actorKind === 'job'
+            ? ['written by ', h('strong', null, source.actorId === null ? 'a job' : `the ${source.actorId} job`)]
+            : ['written by ', h('strong', null, source.actorKind)];
   if (source.channel !== null) parts.push(` on ${source.channel}`);
   if (source.tool !== null) parts.push(' with ', h('code', null, source.tool));
-  const messages = source.sourceMessageIds.length;
-  parts.push(messages === 0 ? '' : `, from ${messages} ${messages === 1 ? 'message' : 'messages'}`);
-  return parts;
+  const count = source.sourceMessageIds.length;
+  const sources = source.sources ?? [];
+  if (count === 0) return parts;
+  parts.push(`, from ${count} ${count === 1 ? 'message' : 'messages'}`);
+  const missing = count - sources.length;
+  return [
+    parts,
+    h('ul', { class: 'sources', 'aria-label': 'Where it came from' }, sources.map((message) => sourceLine(view, message))),
+    missing > 0 ? h('p', { class: 'hint' }, `${missing} ${missing === 1 ? 'message is' : 'messages are'} no longer kept.`) : null,
+  ];
+}
+
+/** A message a fact came from: the door, the time, who, and the words when they are the reader's own (a tombstone once forgotten). */
+function sourceLine(view: MemoryView, message: SourceMessage): HTMLElement {
+  const who = message.role === 'agent' ? (message.agent ?? 'the agent') : message.person === null ? 'someone' : message.person.id === view.context.me.id ? 'you' : message.person.name;
+  return h(
+    'li',
+    { class: message.forgotten ? 'source forgotten' : 'source', 'data-message': message.id },
+    h('span', { class: 'tag channel' }, message.channel),
+    ' ',
+    time(message.at),
+    ', ',
+    who,
+    message.role === 'agent' ? ' answered' : ' said',
+    ': ',
+    message.forgotten
+      ? h('span', { class: 'tombstone' }, 'forgotten: its words are erased.')
+      : message.text !== null
+        ? h('q', null, message.text)
+        : h('span', { class: 'hint' }, 'their words are theirs: not shown here.'),
+  );
 }
 
 function validity(fact: Fact): Child {
@@ -100,7 +156,7 @@ function factCard(view: MemoryView, fact: Fact): HTMLElement {
     replace(historyBox, h('p', { class: 'loading' }, 'Loading history…'));
     try {
       const { versions } = await api<{ versions: FactVersion[] }>('GET', `${base}/history`);
-      replace(historyBox, timeline(versions));
+      replace(historyBox, timeline(view, versions));
     } catch (error) {
       replace(historyBox, h('p', { class: 'outcome error', role: 'alert' }, errorText(error)));
     }
@@ -171,7 +227,7 @@ function factCard(view: MemoryView, fact: Fact): HTMLElement {
 const relationLabel: Record<string, string> = { earlier: 'Earlier version', this: 'This version', later: 'Later version' };
 
 /** The versions of a fact, oldest first; a forgotten one is a tombstone without content. */
-function timeline(versions: FactVersion[]): HTMLElement {
+function timeline(view: MemoryView, versions: FactVersion[]): HTMLElement {
   const ordered = [...versions].sort((a, b) => a.fact.recordedAt.localeCompare(b.fact.recordedAt));
   return h(
     'section',
@@ -191,6 +247,10 @@ function timeline(versions: FactVersion[]): HTMLElement {
               h('div', { class: 'card-head' }, h('strong', null, relationLabel[version.relation] ?? version.relation), badge(version.fact.trust), version.event === null ? null : h('span', { class: 'tag' }, version.event.action)),
               gone ? tombstoneLine() : h('p', { class: 'content' }, version.fact.content),
               h('p', { class: 'hint' }, 'valid ', validity(version.fact), '; recorded ', recorded(version.fact), at === null ? null : ['; event ', time(at)]),
+              // The moment this version was recorded (a changed version's row is a later restatement of it: its event tells when it was first believed).
+              gone || at === null
+                ? null
+                : h('p', null, h('a', { href: withQuery('/memory', { agent: view.agent, person: view.person, recordedAt: at }), class: 'believed-then' }, 'What it believed then')),
             );
           }),
         ),
@@ -215,6 +275,7 @@ export async function memoryPage(context: PageContext): Promise<void> {
   const person = owner ? (params.get('person') ?? '') : '';
   const validOn = params.get('validAt') ?? '';
   const believedOn = params.get('recordedAt') ?? '';
+  const believed = dayAndTime(believedOn);
   const chooser = agentChooser(context, agents, '/memory', Object.fromEntries(Object.entries({ person, validAt: validOn, recordedAt: believedOn }).filter(([, value]) => value !== '')));
   if (chooser.chosen === null) {
     replace(root, empty(owner ? 'No agents yet: create one on the Agents page.' : 'No agent remembers anything about you yet.'));
@@ -224,23 +285,27 @@ export async function memoryPage(context: PageContext): Promise<void> {
 
   const personPicker = select('person', [['', 'Everyone'], ...people.map((candidate) => [candidate.name, candidate.name] as const)], person);
   const validInput = h('input', { type: 'date', name: 'validAt', value: validOn });
-  const believedInput = h('input', { type: 'date', name: 'recordedAt', value: believedOn });
+  const believedInput = h('input', { type: 'date', name: 'recordedAt', value: believed.day });
+  const believedTime = h('input', { type: 'time', name: 'recordedTime', step: '1', value: believed.time });
   const filters = h(
     'form',
     { class: 'filters', 'aria-label': 'Which memory' },
     owner ? field('Person', personPicker) : null,
     field('What was true on', validInput, 'Valid time: facts that held on that day.'),
-    field('What did it believe on', believedInput, 'Record time: what the agent believed at the end of that day.'),
+    field('What did it believe on', believedInput, 'Record time: what the agent believed at the end of that day…'),
+    field('At', believedTime, '…or at that time of the day (leave empty for its end).'),
     h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary' }, 'Show'), h('a', { class: 'button plain', href: `/memory?agent=${encodeURIComponent(agent)}` }, 'Now')),
   );
   filters.addEventListener('submit', (event) => {
     event.preventDefault();
-    context.navigate(withQuery('/memory', { agent, person: owner ? personPicker.value : '', validAt: validInput.value, recordedAt: believedInput.value }));
+    const recordedAt = believedInput.value === '' ? '' : believedTime.value === '' ? believedInput.value : `${believedInput.value}T${believedTime.value}`;
+    context.navigate(withQuery('/memory', { agent, person: owner ? personPicker.value : '', validAt: validInput.value, recordedAt }));
   });
 
   const view: MemoryView = {
     context,
     agent,
+    person,
     names,
     past: validOn !== '' || believedOn !== '',
     reload: () => context.navigate(location.pathname + location.search, true),
@@ -249,7 +314,7 @@ export async function memoryPage(context: PageContext): Promise<void> {
   const result = h('div', { class: 'memory' });
   replace(root, chooser.element, filters, result);
   const validAt = validOn === '' ? null : endOfDay(validOn);
-  const recordedAt = believedOn === '' ? null : endOfDay(believedOn);
+  const recordedAt = believedOn === '' ? null : moment(believedOn);
   let groups: FactGroup[];
   try {
     ({ groups } = await api<{ groups: FactGroup[] }>('GET', withQuery(`/api/agents/${segment(agent)}/memory`, { person, validAt, recordedAt })));
