@@ -6,7 +6,8 @@ import { openEmbeddedDatabase } from '@roster/db';
 import { connectionFromUrl, createQueues, jobNames } from '@roster/jobs';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { runRoster, signInThrough, startListening, tempDataDir, type RunningRoster } from './support/roster-process.js';
+import { startFakeTelegram } from '../packages/channel-telegram/src/fake-telegram.js';
+import { freePort, runRoster, signInThrough, startListening, startRoster, tempDataDir, type RunningRoster } from './support/roster-process.js';
 
 const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
@@ -103,5 +104,72 @@ describe('two of each process on one database and one Redis', () => {
       expect(await redis.zrange(`${prefix}:${queue}:repeat`, 0, -1), queue).toEqual([id]);
       expect((await queues.queues[queue].getDelayed()).filter((job) => job.repeatJobKey === id), queue).toHaveLength(1);
     }
+  });
+});
+
+describe('two servers behind one Telegram webhook', () => {
+  it('answer an update that reaches both of them (a redelivery landing on the other server) once, and keep it once', async () => {
+    const dir = tempDataDir();
+    cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const fake = await startFakeTelegram();
+    cleanups.push(() => fake.close());
+    const ports = [await freePort(), await freePort()];
+    const base = { ROSTER_DATA_DIR: dir, ROSTER_QUEUE_PREFIX: `test-${randomUUID()}`, REDIS_URL: redisUrl, TELEGRAM_API_ROOT: fake.apiRoot, TELEGRAM_BOT_TOKEN: fake.token };
+    // The public address Telegram posts to is the first server's; a load balancer could as well send a retry to the second.
+    const webhook = `http://127.0.0.1:${ports[0]}/telegram/webhook`;
+    const env = { ...base, TELEGRAM_WEBHOOK_URL: webhook };
+    for (const command of [['agent', 'add', '--name', 'Scout', '--job', 'finds and checks sources'], ['person', 'add', 'Ada']]) {
+      const result = await runRoster(command, env);
+      expect(result.code, result.stderr).toBe(0);
+    }
+    const servers = ports.map((port) => {
+      const roster = startRoster(['start'], { ...env, PORT: String(port) });
+      cleanups.push(async () => {
+        if (roster.child.exitCode === null && roster.child.signalCode === null) await roster.stop();
+      });
+      return roster;
+    });
+    for (const roster of servers) await roster.waitForOutput(/running at/);
+    await until(() => fake.webhook() !== null, 'the gateways to set the webhook', 30_000);
+
+    const ada = fake.user(2);
+    const code = await runRoster(['person', 'link-code', 'Ada'], env);
+    await fake.command(ada, 'dm', `link ${code.stdout.trim()}`);
+    await until(() => fake.sent().some((message) => message.chatId === fake.dmChatId(ada)), 'the link to be answered', 30_000);
+
+    // One update, posted to both servers at once, each with Telegram's secret header.
+    const update = {
+      update_id: 501,
+      message: { message_id: 501, date: Math.floor(Date.now() / 1000), chat: { id: Number(ada.id), type: 'private' }, from: { id: Number(ada.id), is_bot: false, first_name: 'Ada' }, text: 'remember that my locker is number 31' },
+    };
+    const post = (port: number) =>
+      fetch(`http://127.0.0.1:${port}/telegram/webhook`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': fake.webhook()!.secretToken! },
+        body: JSON.stringify(update),
+      }).then((response) => response.status);
+    expect(await Promise.all(ports.map(post))).toEqual([200, 200]);
+    // Once more to the second, later, as Telegram retries.
+    await until(() => fake.sent().filter((message) => message.chatId === fake.dmChatId(ada)).length >= 2, 'the reply', 30_000);
+    expect(await post(ports[1]!)).toBe(200);
+    // A later message is answered, so anything the duplicates would have sent has been sent by then.
+    await fake.deliver({ chat: 'dm', from: ada, text: 'what do you know about my locker?' });
+    await until(() => fake.sent().filter((message) => message.chatId === fake.dmChatId(ada)).length >= 3, 'the answer to the question', 30_000);
+    const replies = fake
+      .sent()
+      .filter((message) => message.chatId === fake.dmChatId(ada))
+      .map((message) => message.text);
+    expect(replies.slice(1, 3)).toEqual(['Noted: my locker is number 31', expect.stringContaining('my locker is number 31')]);
+    expect(replies).toHaveLength(3);
+
+    for (const roster of servers) expect(await roster.stop()).toBe(0);
+    const database = await openEmbeddedDatabase(path.join(dir, 'pglite'));
+    cleanups.push(() => database.close());
+    const kept = await database.adminScope('test: read what was kept', async (tx) => ({
+      messages: (await tx.query(`select 1 from messages where content = 'remember that my locker is number 31'`)).rows.length,
+      replies: (await tx.query(`select 1 from messages where content = 'Noted: my locker is number 31'`)).rows.length,
+      facts: (await tx.query(`select 1 from facts where content = 'my locker is number 31'`)).rows.length,
+    }));
+    expect(kept).toEqual({ messages: 1, replies: 1, facts: 1 });
   });
 });
