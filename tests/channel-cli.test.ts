@@ -39,16 +39,61 @@ describe('roster channel', () => {
     expect(added.stdout).toBe('Bound telegram → Scout; answers linked people and 5000001, 5000002.\n');
     expect(added.stderr).toMatch(/telegram is not configured \(set TELEGRAM_BOT_TOKEN or run roster channel add telegram\)/);
     // Only what was added: the refused commands before it left nothing.
-    expect(await bindings()).toEqual([{ channel: 'telegram', account: 'default', agent: 'Scout', policy: 'allowlist', allowlist: ['5000001', '5000002'] }]);
+    expect(await bindings()).toEqual([{ channel: 'telegram', account: 'default', agent: 'Scout', policy: 'allowlist', allowlist: ['5000001', '5000002'], boundChannels: [] }]);
     // Adding again replaces it.
     const replaced = await runRoster(['channel', 'add', 'telegram', '--policy', 'open', '--json'], env);
-    expect(JSON.parse(replaced.stdout)).toEqual({ channel: 'telegram', account: 'default', agent: null, policy: 'open', allowlist: [] });
+    expect(JSON.parse(replaced.stdout)).toEqual({ channel: 'telegram', account: 'default', agent: null, policy: 'open', allowlist: [], boundChannels: [] });
 
     const removed = await runRoster(['channel', 'remove', 'telegram'], env);
     expect(removed.code).toBe(0);
     const again = await runRoster(['channel', 'remove', 'telegram'], env);
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/telegram has no binding and no stored token; nothing changed/);
+  });
+
+  it('binds Discord server channels where every message is for the bot, keeping the binding’s agent; a wrong id changes nothing', async () => {
+    const dir = dataDir();
+    const env = { ROSTER_DATA_DIR: dir };
+    expect((await runRoster(['agent', 'add', '--name', 'Scout', '--job', 'finds and checks sources'], env)).code).toBe(0);
+    const discord = async (extra: Record<string, string> = {}) => {
+      const listed = JSON.parse((await runRoster(['channel', 'list', '--json'], { ...env, ...extra })).stdout) as Array<{ channel: string; configured: boolean; bindings: Array<Record<string, unknown>> }>;
+      return listed.find((entry) => entry.channel === 'discord')!;
+    };
+    expect((await runRoster(['channel', 'add', 'discord', '--agent', 'Scout'], env)).code).toBe(0);
+    const [general, projects, support] = ['1234567890123456789', '2345678901234567890', '34567890123456789'];
+
+    for (const [args, message] of [
+      [['channel', 'add', 'discord', '--channel', 'general'], /--channel takes Discord channel ids, 17 to 20 digits .*got "general"/],
+      // With a token: the wrong id is found before the token is stored.
+      [['channel', 'add', 'discord', '--token', 'MTA.fake.discord-token', '--channel', `${general},12345`], /got "12345"/],
+      [['channel', 'add', 'discord', '--channel', ','], /--channel takes Discord channel ids/],
+      [['channel', 'add', 'telegram', '--channel', general], /--channel binds Discord server channels; telegram has none/],
+      [['channel', 'add', 'discord', '--account', 'second', '--channel', general], /give --channel without --account/],
+    ] as const) {
+      const refused = await runRoster([...args], env);
+      expect(refused.code, args.join(' ')).toBe(2);
+      expect(refused.stderr).toMatch(message);
+    }
+    // Nothing changed: no token stored, the binding as it was.
+    expect(await discord()).toMatchObject({ configured: false, bindings: [{ agent: 'Scout', policy: 'pairing', boundChannels: [] }] });
+
+    // Repeated and as a comma list; the agent stays.
+    const bound = await runRoster(['channel', 'add', 'discord', '--channel', general, '--channel', `${projects}, ${support}`], env);
+    expect(bound.code, bound.stderr).toBe(0);
+    expect(bound.stdout).toBe(`Bound discord → Scout; answers linked people only (strangers get the pairing hint); in server channels ${general}, ${projects}, ${support} without a mention.\n`);
+    expect((await discord()).bindings).toEqual([{ channel: 'discord', account: 'default', agent: 'Scout', policy: 'pairing', allowlist: [], boundChannels: [general, projects, support] }]);
+    // Binding again (another policy) keeps them; --channel again replaces them.
+    expect((await runRoster(['channel', 'add', 'discord', '--agent', 'Scout', '--policy', 'open'], env)).code).toBe(0);
+    expect((await discord()).bindings).toMatchObject([{ policy: 'open', boundChannels: [general, projects, support] }]);
+    expect((await runRoster(['channel', 'add', 'discord', '--channel', projects], env)).code).toBe(0);
+    expect((await discord()).bindings).toMatchObject([{ agent: 'Scout', policy: 'open', boundChannels: [projects] }]);
+    // DISCORD_CHANNELS, when set, wins: the list says which are served.
+    const listed = await runRoster(['channel', 'list'], { ...env, DISCORD_CHANNELS: general });
+    expect(listed.stdout).toContain(`discord → Scout; answers anyone (strangers as guests: no memory, no tools); in server channels ${general} (DISCORD_CHANNELS) without a mention`);
+    // none clears them.
+    const cleared = await runRoster(['channel', 'add', 'discord', '--channel', 'none'], env);
+    expect(cleared.stdout).toBe('Bound discord → Scout; answers anyone (strangers as guests: no memory, no tools).\n');
+    expect((await discord()).bindings).toMatchObject([{ boundChannels: [] }]);
   });
 
   it('stores a Slack bot token and signing secret and binds it: channel list says configured, and neither is ever printed', async () => {

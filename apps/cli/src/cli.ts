@@ -132,12 +132,13 @@ const commands: Command[] = [
   },
   {
     path: ['channel', 'add'],
-    usage: 'roster channel add telegram|discord [--token T] | slack [--bot-token T] [--signing-secret S | --app-token A] | whatsapp [--bind-only] [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE]…',
+    usage: 'roster channel add telegram|discord [--token T] | slack [--bot-token T] [--signing-secret S | --app-token A] | whatsapp [--bind-only] [--channel ID[,ID]] [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE]…',
     summary: 'Store a channel’s token (or link WhatsApp by QR code) and bind it to an agent (or the whole wallet) with who may talk to it.',
     details: [
       '--token T      Telegram’s or Discord’s bot token; - reads it from standard input (kept out of shell history)',
       '--bot-token T, --signing-secret S, --app-token A   Slack’s (events over HTTP need the signing secret; Socket Mode the app token)',
       'Tokens are stored sealed with the installation key and never shown again; an environment variable, when set, wins.',
+      '--channel ID   discord: a server channel (its id; Developer Mode → Copy Channel ID) where every message is for the bot, without a mention; a comma list or repeated; replaces the earlier ones, none clears them; DISCORD_CHANNELS, when set, wins',
       '--agent NAME   the agent it talks to (default: the whole wallet; people pick with /agent)',
       '--policy P     pairing (default: linked people only), allowlist (and --allow handles), open (strangers as guests)',
       '--allow HANDLE a platform handle let in under allowlist; repeat for more',

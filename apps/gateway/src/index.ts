@@ -10,9 +10,19 @@ import type { Core } from '@roster/core';
 import type { Database } from '@roster/db';
 import type { AuditLog } from '@roster/memory';
 import { createApprovalDesk } from '@roster/jobs';
-import { channelStatus, channels, withStoredCredentials, type ChannelConfig, type ChannelName, type OpenedCredentials } from './settings.js';
+import { channelStatus, channels, storedBoundChannels, withBoundChannels, withStoredCredentials, type ChannelConfig, type ChannelName, type OpenedCredentials } from './settings.js';
 
-export { channelStatus, channels, withStoredCredentials, type ChannelConfig, type ChannelName, type OpenedCredentials } from './settings.js';
+export {
+  channelStatus,
+  channels,
+  storedBoundChannels,
+  withBoundChannels,
+  withStoredCredentials,
+  type ChannelConfig,
+  type ChannelName,
+  type OpenedCredentials,
+  type StoredBinding,
+} from './settings.js';
 
 /** A channel as `roster doctor` reports it. */
 export interface ChannelCheck {
@@ -133,7 +143,7 @@ export interface RunningGateway {
   readonly webhooks: ChannelWebhooks;
   /** Where the gateway listens itself for webhooks (own-port), or null. */
   readonly webhookUrl: string | null;
-  /** Look at stored credentials now and restart the channels whose settings changed. */
+  /** Look at stored credentials (and Discord's stored bound channels) now and restart the channels whose settings changed. */
   reload(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -151,7 +161,7 @@ function settingsOf(channel: ChannelName, config: ChannelConfig): string {
     case 'slack':
       return JSON.stringify([config.SLACK_BOT_TOKEN, config.SLACK_APP_TOKEN, config.SLACK_SIGNING_SECRET, config.SLACK_API_URL]);
     case 'discord':
-      return JSON.stringify([config.DISCORD_BOT_TOKEN, config.DISCORD_API_URL]);
+      return JSON.stringify([config.DISCORD_BOT_TOKEN, config.DISCORD_API_URL, config.DISCORD_CHANNELS ?? []]);
     case 'whatsapp':
       return JSON.stringify([config.WHATSAPP_ENABLED]);
   }
@@ -180,6 +190,7 @@ function adapterFor(channel: ChannelName, config: ChannelConfig, options: Gatewa
       return createDiscordAdapter({
         token: config.DISCORD_BOT_TOKEN!,
         ...(config.DISCORD_API_URL === undefined ? {} : { apiUrl: config.DISCORD_API_URL }),
+        ...(config.DISCORD_CHANNELS === undefined ? {} : { boundChannels: config.DISCORD_CHANNELS }),
         logger,
       });
     case 'whatsapp':
@@ -269,8 +280,15 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   };
 
   async function effectiveConfig(): Promise<ChannelConfig> {
-    if (options.credentials === undefined) return options.config;
-    return withStoredCredentials(options.config, await options.credentials.open());
+    const bindings = await options.core.directory.listBindings();
+    if (options.credentials === undefined) return withBoundChannels(options.config, bindings);
+    return withBoundChannels(withStoredCredentials(options.config, await options.credentials.open()), bindings);
+  }
+
+  /** What changes when a stored setting does: the credentials' version and Discord's stored bound channels. */
+  async function storedVersion(): Promise<string> {
+    const [credentials, bindings] = await Promise.all([options.credentials?.version() ?? null, options.core.directory.listBindings()]);
+    return JSON.stringify([credentials, storedBoundChannels(bindings)]);
   }
 
   async function startChannel(channel: ChannelName, config: ChannelConfig): Promise<void> {
@@ -310,7 +328,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   let webhookUrl: string | null = null;
   let timer: NodeJS.Timeout | undefined;
   try {
-    if (options.credentials !== undefined) lastVersion = await options.credentials.version();
+    if (options.credentials !== undefined) lastVersion = await storedVersion();
     await apply(await effectiveConfig(), true);
     if ((options.webhooksOn ?? 'own-port') === 'own-port') {
       const server = http.createServer((request, response) => {
@@ -332,7 +350,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
 
   async function reload(): Promise<void> {
     if (options.credentials === undefined) return;
-    const version = await options.credentials.version();
+    const version = await storedVersion();
     if (version === lastVersion) return;
     lastVersion = version;
     await apply(await effectiveConfig(), false);

@@ -17,6 +17,7 @@ export type ChannelConfig = Pick<
   | 'TELEGRAM_WEBHOOK_URL'
   | 'DISCORD_BOT_TOKEN'
   | 'DISCORD_API_URL'
+  | 'DISCORD_CHANNELS'
   | 'SLACK_BOT_TOKEN'
   | 'SLACK_APP_TOKEN'
   | 'SLACK_SIGNING_SECRET'
@@ -52,6 +53,29 @@ export function withStoredCredentials<C extends ChannelConfig>(config: C, stored
     }
   }
   return merged as C;
+}
+
+/**
+ * The configuration with Discord's bound channels (set with `roster channel
+ * add discord --channel`, kept on the default account's binding) filled in
+ * when DISCORD_CHANNELS leaves them unset: the variable, when set, wins.
+ */
+export function withBoundChannels<C extends ChannelConfig>(config: C, bindings: readonly StoredBinding[]): C {
+  if (config.DISCORD_CHANNELS !== undefined) return config;
+  const stored = storedBoundChannels(bindings);
+  return stored.length === 0 ? config : { ...config, DISCORD_CHANNELS: stored };
+}
+
+/** A binding as the directory lists it, for what the gateway reads of it. */
+export interface StoredBinding {
+  channel: string;
+  account: string;
+  boundChannels: readonly string[];
+}
+
+/** Discord's bound channels stored on the default account's binding (the bot Roster serves). */
+export function storedBoundChannels(bindings: readonly StoredBinding[]): string[] {
+  return [...(bindings.find((binding) => binding.channel === 'discord' && binding.account === 'default')?.boundChannels ?? [])];
 }
 
 /** Each channel's state from the configuration: `configured`, `not configured`, or what is missing. */

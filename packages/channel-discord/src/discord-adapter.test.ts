@@ -62,6 +62,51 @@ describe('the Discord adapter against a fake Discord', () => {
     expect(events[1]!.target).toMatchObject({ chatId: discord.groupChatId, visibleTo: user.id, replyTo: `interaction:${command.interactionId}` });
   });
 
+  it('hands over every person’s message in a bound channel, without a mention; the same message in another server channel stays in the adapter', async () => {
+    const discord = await fake();
+    const adapter = createDiscordAdapter({ token: discord.token, apiUrl: discord.apiUrl, boundChannels: [discord.secondChannelId] });
+    cleanups.push(() => adapter.stop());
+    const events: ChannelEvent[] = [];
+    await adapter.start({ signal: new AbortController().signal, onMessage: (event) => void events.push(event), onApprovalPress: async () => ({ text: '', decided: false }) });
+    const user = discord.user(7);
+    // Negative control first: #general is not bound, so chatter there is not for the bot.
+    await discord.deliver({ chat: 'group', from: user, text: 'who reviews the draft today?' });
+    expect(events).toEqual([]);
+    const bound = await discord.deliver({ chat: 'group', channelId: discord.secondChannelId, from: user, text: 'who reviews the draft today?' });
+    // Another bot's message in the bound channel is not a person's.
+    await discord.dispatch('MESSAGE_CREATE', {
+      id: '1300000000000000001',
+      channel_id: discord.secondChannelId,
+      guild_id: discord.guildId,
+      author: { id: '1300000000000000002', username: 'otherbot', global_name: null, discriminator: '0', avatar: null, bot: true },
+      content: 'beep',
+      timestamp: new Date().toISOString(),
+      edited_timestamp: null,
+      tts: false,
+      mention_everyone: false,
+      mentions: [],
+      mention_roles: [],
+      attachments: [],
+      embeds: [],
+      pinned: false,
+      type: 0,
+      flags: 0,
+      components: [],
+    });
+    expect(events).toHaveLength(1);
+    expect(events[0]!.inbound).toMatchObject({
+      externalMessageId: bound.messageId,
+      text: 'who reviews the draft today?',
+      conversation: { kind: 'group', externalId: discord.secondChannelId },
+      sender: { externalId: user.id },
+    });
+    // Taken as addressed to the bot; the answer replies to it in that channel.
+    expect(events[0]).toMatchObject({ mentionsBot: true, replyToBot: false, target: { chatId: discord.secondChannelId, replyTo: bound.messageId } });
+    // A mention in #general is still for the bot.
+    await discord.deliver({ chat: 'group', from: user, text: 'and you?', mentionBot: true });
+    expect(events.map((event) => event.inbound.conversation.externalId)).toEqual([discord.secondChannelId, discord.groupChatId]);
+  });
+
   it('defers a slash command whose answer takes longer than Discord waits, then fills the deferred reply in and follows up', async () => {
     const discord = await fake();
     const events = await capture(discord);
@@ -211,6 +256,33 @@ describe('Discord through the core', () => {
     const help = discord.sent().filter((message) => message.chatId === discord.groupChatId);
     expect(help.map((message) => message.visibleTo)).toEqual([user.id]);
     expect(help[0]!.text).toContain('/link CODE');
+  });
+
+  it('answers a linked person in a bound channel without a mention; the same words in an unbound channel never reach the core', async () => {
+    const discord = await fake();
+    const adapter = createDiscordAdapter({ token: discord.token, apiUrl: discord.apiUrl, boundChannels: [discord.secondChannelId] });
+    const served = await serveChannel({ adapter, core: roster.core });
+    cleanups.push(() => served.stop());
+    const user = await linked(discord, 30);
+    const words = 'what do you know about the quarterly review?';
+    await discord.deliver({ chat: 'group', from: user, text: words });
+    await discord.deliver({ chat: 'group', channelId: discord.secondChannelId, from: user, text: words });
+    await until(() => discord.sent().some((message) => message.chatId === discord.secondChannelId), 'the answer in the bound channel');
+    await served.settled();
+    // Positive control: Scout answered in the bound channel, the answer pinging nobody else.
+    const answers = discord.sent().filter((message) => message.chatId === discord.secondChannelId);
+    expect(answers).toHaveLength(1);
+    expect(answers[0]!.text).toContain('quarterly review');
+    // Negative: nothing was said in #general, and the core never stored a word from it.
+    expect(discord.sent().filter((message) => message.chatId === discord.groupChatId)).toEqual([]);
+    const stored = await test.database.adminScope('test: the conversations Discord reached', async (tx) => {
+      const { rows } = await tx.query<{ external_id: string; messages: number }>(
+        `select c.external_id, (select count(*)::int from messages m where m.conversation_id = c.id) as messages from conversations c where c.channel = 'discord' and c.external_id = any($1)`,
+        [[discord.groupChatId, discord.secondChannelId]],
+      );
+      return rows;
+    });
+    expect(stored).toEqual([{ external_id: discord.secondChannelId, messages: 2 }]);
   });
 
   it('pushes an approval with buttons; a member’s press changes nothing, the owner’s decides and takes the buttons away', async () => {

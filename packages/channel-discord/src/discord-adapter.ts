@@ -48,6 +48,13 @@ export interface DiscordAdapterOptions {
    * Discord drops an interaction not answered within 3 seconds. Default 2.5 s.
    */
   deferAfterMs?: number;
+  /**
+   * Server text channels, by id (DISCORD_CHANNELS, or `roster channel add
+   * discord --channel`), in which every message from a person is for the bot,
+   * without a mention. Elsewhere in a server, only a mention or a reply to
+   * the bot is. Threads under a bound channel are not bound.
+   */
+  boundChannels?: readonly string[];
 }
 
 /** The Discord adapter: the contract, plus the bot's identity once started. */
@@ -137,13 +144,15 @@ interface PendingInteraction {
  * answered within Discord's three seconds (deferred, then filled in, when an
  * answer takes longer), approvals with buttons, typing. One-to-one messages
  * are always for the bot; in a server, only a message that mentions it or
- * replies to it, and slash commands (their answers there are shown to the
- * person alone). Answers never ping anyone but the person answered.
+ * replies to it, every message in a bound channel, and slash commands (their
+ * answers there are shown to the person alone). Answers never ping anyone
+ * but the person answered.
  */
 export function createDiscordAdapter(options: DiscordAdapterOptions): DiscordAdapter {
   const account = options.account ?? 'default';
   const log = options.logger?.child({ component: 'gateway/discord', account });
   const deferAfterMs = options.deferAfterMs ?? 2500;
+  const boundChannels: ReadonlySet<string> = new Set(options.boundChannels ?? []);
   const rest: Partial<RESTOptions> = {
     ...(options.apiUrl === undefined ? {} : { api: options.apiUrl.replace(/\/+$/, '') }),
     // A 429 on a send comes back to the shared code, which waits as asked (and gives up when Roster stops).
@@ -181,7 +190,9 @@ export function createDiscordAdapter(options: DiscordAdapterOptions): DiscordAda
     const mentionsBot = mention.test(message.content) || (botRole !== undefined && message.content.includes(`<@&${botRole}>`));
     const replyTo = message.reference?.messageId ?? null;
     const replyToBot = replyTo !== null && message.mentions.repliedUser?.id === bot.id;
-    if (kind === 'group' && !mentionsBot && !replyToBot) return null;
+    // In a bound channel every message is for the bot, as if it were mentioned.
+    const bound = kind === 'group' && boundChannels.has(message.channelId);
+    if (kind === 'group' && !mentionsBot && !replyToBot && !bound) return null;
     let text = message.content.replace(mention, ' ');
     if (botRole !== undefined) text = text.split(`<@&${botRole}>`).join(' ');
     text = text.replace(/[ \t]{2,}/g, ' ').trim();
@@ -200,7 +211,7 @@ export function createDiscordAdapter(options: DiscordAdapterOptions): DiscordAda
         externalMessageId: message.id,
         text,
       },
-      mentionsBot,
+      mentionsBot: mentionsBot || bound,
       replyTo,
       replyToBot,
       media,

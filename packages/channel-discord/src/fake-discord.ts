@@ -50,6 +50,8 @@ export interface FakeDiscord extends FakePlatform {
   readonly applicationId: string;
   readonly botId: string;
   readonly guildId: string;
+  /** A second text channel of the server (#projects), beside `groupChatId` (#general). */
+  readonly secondChannelId: string;
   /** Every REST call, as `METHOD /route` with ids and tokens in place (`POST /channels/:id/messages`). */
   readonly calls: string[];
   /** The slash commands the application registered (the last PUT). */
@@ -68,6 +70,8 @@ export interface FakeDiscord extends FakePlatform {
   edits(): Array<{ id: string; text: string; at: number }>;
   /** The attachment paths the bot downloaded, in order. */
   downloads(): string[];
+  /** Deliver a message as a person; a server message goes to `channelId` when given (one of the server's channels), else to #general. */
+  deliver(message: PlatformMessage & { channelId?: string }): Promise<Delivered>;
   /** Send any gateway event, as it stands (hostile input); resolves once the bot took it. */
   dispatch(type: string, data: unknown): Promise<void>;
   /** Run a slash command as this person; resolves once the bot took it. */
@@ -114,6 +118,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
   const botUser = { id: applicationId, username: 'roster', global_name: null, discriminator: '0', avatar: null, bot: true, public_flags: 0, flags: 0 };
   const guildId = snowflake();
   const groupChannelId = snowflake();
+  const secondChannelId = snowflake();
   const botRoleId = snowflake();
   const calls: string[] = [];
   const sent: Recorded[] = [];
@@ -135,10 +140,12 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
   const userOf = (user: PlatformUser) => ({ id: user.id, username: user.name.toLowerCase().replace(/[^a-z0-9_.]/g, ''), global_name: user.name, discriminator: '0', avatar: null, public_flags: 0, flags: 0 });
   const dmOf = (userId: string) => String(BigInt(userId) + 1_000_000n);
   const userOfDm = (channelId: string) => String(BigInt(channelId) - 1_000_000n);
-  const isDm = (channelId: string) => channelId !== groupChannelId;
+  const isDm = (channelId: string) => channelId !== groupChannelId && channelId !== secondChannelId;
   const memberOf = (user: Record<string, unknown>) => ({ user, roles: [], joined_at: new Date(0).toISOString(), deaf: false, mute: false, flags: 0, permissions: '2248473465835073' });
   const dmChannel = (userId: string, user?: Record<string, unknown>) => ({ id: dmOf(userId), type: 1, last_message_id: null, flags: 0, recipients: [user ?? { id: userId, username: `user${userId.slice(-4)}`, global_name: null, discriminator: '0', avatar: null }] });
-  const groupChannel = { id: groupChannelId, type: 0, guild_id: guildId, name: 'general', position: 0, permission_overwrites: [], nsfw: false, topic: null, last_message_id: null, rate_limit_per_user: 0, parent_id: null, flags: 0 };
+  const textChannel = (id: string, name: string, position: number) => ({ id, type: 0, guild_id: guildId, name, position, permission_overwrites: [], nsfw: false, topic: null, last_message_id: null, rate_limit_per_user: 0, parent_id: null, flags: 0 });
+  const groupChannel = textChannel(groupChannelId, 'general', 0);
+  const secondChannel = textChannel(secondChannelId, 'projects', 1);
 
   function messagePayload(fields: { id: string; channelId: string; author: Record<string, unknown>; content: string; components?: unknown[]; flags?: number }): Record<string, unknown> {
     return {
@@ -503,7 +510,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       member_count: 2,
       voice_states: [],
       members: [{ ...memberOf(botUser), roles: [botRoleId] }],
-      channels: [groupChannel],
+      channels: [groupChannel, secondChannel],
       threads: [],
       presences: [],
       stage_instances: [],
@@ -564,8 +571,9 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     return { id, filename: name, size: data.byteLength, url, proxy_url: url, content_type: mediaType, ...extra };
   }
 
-  function messageEvent(message: PlatformMessage): { data: Record<string, unknown>; channelId: string } {
-    const channelId = message.chat === 'dm' ? dmOf(message.from.id) : groupChannelId;
+  function messageEvent(message: PlatformMessage & { channelId?: string }): { data: Record<string, unknown>; channelId: string } {
+    if (message.channelId !== undefined && (message.chat === 'dm' || isDm(message.channelId))) throw new Error(`${message.channelId} is not a channel of the fake server`);
+    const channelId = message.chat === 'dm' ? dmOf(message.from.id) : (message.channelId ?? groupChannelId);
     const id = snowflake();
     let content = message.text;
     const mentions: unknown[] = [];
@@ -675,6 +683,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     applicationId,
     botId: botUser.id,
     guildId,
+    secondChannelId,
     calls,
     groupChatId: groupChannelId,
     commands: () => structuredClone(registered),

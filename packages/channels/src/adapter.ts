@@ -49,7 +49,10 @@ export interface ChannelTarget {
 export interface ChannelEvent {
   /** What `core.handle` receives. */
   inbound: InboundMessage;
-  /** The bot was @mentioned (or named by its command suffix, `/agents@bot`). */
+  /**
+   * The bot was @mentioned (or named by its command suffix, `/agents@bot`), or
+   * the message was said where every message is for it (a Discord bound channel).
+   */
   mentionsBot: boolean;
   /** The platform id of the message this one replies to, or null. */
   replyTo: string | null;

@@ -60,6 +60,16 @@ describe('parseConfig', () => {
     expect(issuesFor({ ROSTER_ALLOWED_HOSTS: 'a b' }).map((issue) => issue.variable)).toEqual(['ROSTER_ALLOWED_HOSTS']);
   });
 
+  it('reads DISCORD_CHANNELS as a list of channel ids, and refuses what is not one', () => {
+    expect(parseConfig({}).DISCORD_CHANNELS).toBeUndefined();
+    expect(parseConfig({ DISCORD_CHANNELS: ' 1234567890123456789, 2345678901234567890,1234567890123456789 ' }).DISCORD_CHANNELS).toEqual(['1234567890123456789', '2345678901234567890']);
+    for (const value of ['general', '12345', '1234567890123456789,#general', ',']) {
+      const issues = issuesFor({ DISCORD_CHANNELS: value });
+      expect(issues.map((issue) => issue.variable), value).toEqual(['DISCORD_CHANNELS']);
+      expect(issues[0]!.message).toMatch(/expected 1234567890123456789,2345678901234567890/);
+    }
+  });
+
   const invalid: Array<[string, string, RegExp]> = [
     ['PORT', 'eighty', /expected 8420/],
     ['PORT', '70000', /expected 8420/],

@@ -14,6 +14,15 @@ interface VariableSpec<T> {
   secret?: boolean;
 }
 
+/**
+ * A Discord channel's id: a snowflake, 17 to 20 digits (Developer Mode, then
+ * Copy Channel ID on the channel). A bound channel is one of these.
+ */
+export const discordChannelIdPattern = /^[0-9]{17,20}$/;
+
+/** The most bound channels one Discord bot has. */
+export const maxDiscordBoundChannels = 100;
+
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 const optionalText = z
@@ -291,6 +300,17 @@ export const environment = {
     schema: optionalUrl(['http:', 'https:']),
     example: 'https://discord.com/api',
     description: 'Another Discord REST API base, without the version (a proxy); the gateway address is asked of it. Unset: Discord’s own.',
+  },
+  DISCORD_CHANNELS: {
+    schema: z
+      .string()
+      .trim()
+      .transform((value) => (value === '' ? undefined : [...new Set(value.split(',').map((id) => id.trim()).filter((id) => id !== ''))]))
+      .refine((ids) => ids === undefined || (ids.length >= 1 && ids.length <= maxDiscordBoundChannels && ids.every((id) => discordChannelIdPattern.test(id))))
+      .optional(),
+    example: '1234567890123456789,2345678901234567890',
+    description:
+      'Discord server channels, by id (comma-separated), where every message is for the bot, without a mention; set, it wins over the ones stored with roster channel add discord --channel.',
   },
   SLACK_BOT_TOKEN: {
     schema: optionalSecret(),

@@ -1,7 +1,9 @@
 export {
   describeEnvironment,
+  discordChannelIdPattern,
   environment,
   environmentVariables,
+  maxDiscordBoundChannels,
   parseConfig,
   redactConfig,
   redactUrl,

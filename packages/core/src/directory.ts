@@ -1,4 +1,5 @@
 import { randomInt } from 'node:crypto';
+import { discordChannelIdPattern, maxDiscordBoundChannels } from '@roster/config';
 import type { Database, Transaction } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { InvalidInputError, NotFoundError } from './errors.js';
@@ -32,6 +33,12 @@ export interface ChannelBinding {
   policy: 'pairing' | 'allowlist' | 'open';
   /** Handles let in under `allowlist`. */
   allowlist: string[];
+  /**
+   * Discord server channels (by id) where every message from a person is for
+   * the bot, without a mention; elsewhere in a server it answers only when
+   * mentioned or replied to. Empty on other channels.
+   */
+  boundChannels: string[];
 }
 
 /** A handle on a channel, tied to a person. */
@@ -80,6 +87,47 @@ function agentName(input: string): string {
   }
   return name;
 }
+interface BindingRow {
+  channel: Channel;
+  account: string;
+  agent: string | null;
+  policy: ChannelBinding['policy'];
+  allowlist: string[];
+  bound_channels: string[];
+}
+
+const bindingSelect = 'select b.channel, b.account, a.name as agent, b.policy, b.allowlist, b.bound_channels from channel_bindings b left join agents a on a.id = b.agent_id';
+
+const toBinding = (row: BindingRow): ChannelBinding => ({
+  channel: row.channel,
+  account: row.account,
+  agent: row.agent,
+  policy: row.policy,
+  allowlist: row.allowlist,
+  boundChannels: row.bound_channels,
+});
+
+function bindingAccount(input: string | undefined): string {
+  const account = (input ?? 'default').trim();
+  if (!/^[A-Za-z0-9_.:-]{1,64}$/.test(account)) throw new InvalidInputError(`An account is 1 to 64 letters, digits, _ . : or -, got ${JSON.stringify(input)}.`);
+  return account;
+}
+
+/**
+ * Bound channels as stored: Discord's only, each a channel id (a snowflake),
+ * without repeats, at most `maxDiscordBoundChannels`.
+ */
+function checkBoundChannels(channel: Channel, channelIds: readonly string[]): string[] {
+  const ids = [...new Set(channelIds.map((id) => id.trim()))];
+  if (ids.length > 0 && channel !== 'discord') throw new InvalidInputError(`Bound channels are Discord's (server channels where every message is for the bot); ${channel} has none.`);
+  const wrong = ids.find((id) => !discordChannelIdPattern.test(id));
+  if (wrong !== undefined) {
+    throw new InvalidInputError(`A Discord channel id is 17 to 20 digits (Developer Mode on, then right-click the channel → Copy Channel ID), got ${JSON.stringify(wrong)}.`);
+  }
+  if (ids.length > maxDiscordBoundChannels) throw new InvalidInputError(`A Discord bot has at most ${maxDiscordBoundChannels} bound channels, got ${ids.length}.`);
+  return ids;
+}
+
 /** Link codes avoid letters and digits that read alike (0/O, 1/I). */
 const linkAlphabet = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
 export const linkCodeLifetimeMs = 60 * 60 * 1000;
@@ -131,6 +179,13 @@ export interface Directory {
    * (strangers too, as guests: no memory, no tools). Replaces its earlier binding.
    */
   bindChannel(input: { channel: Channel; account?: string; agent?: string | null; policy?: ChannelBinding['policy']; allowlist?: string[] }): Promise<ChannelBinding>;
+  /**
+   * Set the Discord server channels (by id) in which every message is for the
+   * bot, replacing the earlier ones (none: `[]`); the binding's agent and
+   * policy stay as they are (a channel without a binding gets one to the
+   * wallet, pairing). Each id is checked first: a wrong one changes nothing.
+   */
+  setBoundChannels(channel: Channel, channelIds: readonly string[], account?: string): Promise<ChannelBinding>;
   listBindings(): Promise<ChannelBinding[]>;
   /** Remove a binding: the account pairs again, and talks to the wallet. Returns whether there was one. */
   unbindChannel(channel: Channel, account?: string): Promise<boolean>;
@@ -299,28 +354,41 @@ export function createDirectory(database: Database, options: { defaultEngine?: s
     personByName: (name) => database.adminScope('owner: find a person', (tx) => findPerson(tx, name)),
 
     async bindChannel(input) {
-      const account = (input.account ?? 'default').trim();
-      if (!/^[A-Za-z0-9_.:-]{1,64}$/.test(account)) throw new InvalidInputError(`An account is 1 to 64 letters, digits, _ . : or -, got ${JSON.stringify(input.account)}.`);
+      const account = bindingAccount(input.account);
       const policy = input.policy ?? 'pairing';
       if (!['pairing', 'allowlist', 'open'].includes(policy)) throw new InvalidInputError(`A policy is pairing, allowlist or open, got ${JSON.stringify(policy)}.`);
       const allowlist = (input.allowlist ?? []).map((handle) => handle.trim()).filter((handle) => handle !== '');
       return database.adminScope('owner: bind a channel', async (tx) => {
         const agent = input.agent === undefined || input.agent === null ? null : await findAgent(tx, input.agent);
-        await tx.query(
+        // The bound channels are set on their own (setBoundChannels): binding again keeps them.
+        const { rows } = await tx.query<{ bound_channels: string[] }>(
           `insert into channel_bindings (channel, account, agent_id, policy, allowlist) values ($1, $2, $3, $4, $5)
-           on conflict (channel, account) do update set agent_id = excluded.agent_id, policy = excluded.policy, allowlist = excluded.allowlist`,
+           on conflict (channel, account) do update set agent_id = excluded.agent_id, policy = excluded.policy, allowlist = excluded.allowlist
+           returning bound_channels`,
           [input.channel, account, agent?.id ?? null, policy, allowlist],
         );
-        return { channel: input.channel, account, agent: agent?.name ?? null, policy, allowlist };
+        return { channel: input.channel, account, agent: agent?.name ?? null, policy, allowlist, boundChannels: rows[0]!.bound_channels };
+      });
+    },
+
+    async setBoundChannels(channel, channelIds, accountName) {
+      const account = bindingAccount(accountName);
+      const ids = checkBoundChannels(channel, channelIds);
+      return database.adminScope('owner: bind Discord server channels', async (tx) => {
+        await tx.query(
+          `insert into channel_bindings (channel, account, bound_channels) values ($1, $2, $3)
+           on conflict (channel, account) do update set bound_channels = excluded.bound_channels`,
+          [channel, account, ids],
+        );
+        const { rows } = await tx.query<BindingRow>(`${bindingSelect} where b.channel = $1 and b.account = $2`, [channel, account]);
+        return toBinding(rows[0]!);
       });
     },
 
     listBindings: () =>
       database.adminScope('owner: list channel bindings', async (tx) => {
-        const { rows } = await tx.query<{ channel: Channel; account: string; agent: string | null; policy: ChannelBinding['policy']; allowlist: string[] }>(
-          'select b.channel, b.account, a.name as agent, b.policy, b.allowlist from channel_bindings b left join agents a on a.id = b.agent_id order by b.channel, b.account',
-        );
-        return rows;
+        const { rows } = await tx.query<BindingRow>(`${bindingSelect} order by b.channel, b.account`);
+        return rows.map(toBinding);
       }),
 
     unbindChannel: (channel, account = 'default') =>

@@ -1,4 +1,5 @@
 import { createChannelCredentialStore, credentialSpecs, type CredentialChannel } from '@roster/channels';
+import { discordChannelIdPattern, maxDiscordBoundChannels, type Config } from '@roster/config';
 import type { Channel, ChannelBinding } from '@roster/core';
 import { UsageError } from '@roster/errors';
 // The light part of the gateway: the channel commands do not load every platform's library.
@@ -6,7 +7,6 @@ import { channelStatus, withStoredCredentials } from '@roster/gateway/settings';
 import type { CommandIo } from '../io.js';
 import { exitCode } from '../io.js';
 import { parseCommand } from '../parse.js';
-import { loadConfig } from '../runtime.js';
 import { openRoster } from './roster-runtime.js';
 
 const bindable = ['telegram', 'slack', 'discord', 'whatsapp'] as const;
@@ -18,7 +18,7 @@ function channelOf(value: string | undefined, usage: string): Channel {
   return value as Channel;
 }
 
-function describe(binding: ChannelBinding): string {
+function describe(binding: ChannelBinding, config?: Pick<Config, 'DISCORD_CHANNELS'>): string {
   const who = binding.agent === null ? 'the whole wallet' : binding.agent;
   const let_in =
     binding.policy === 'open'
@@ -26,7 +26,29 @@ function describe(binding: ChannelBinding): string {
       : binding.policy === 'allowlist'
         ? `linked people and ${binding.allowlist.length === 0 ? 'no one else' : binding.allowlist.join(', ')}`
         : 'linked people only (strangers get the pairing hint)';
-  return `${binding.channel}${binding.account === 'default' ? '' : ` (${binding.account})`} → ${who}; answers ${let_in}`;
+  let where = '';
+  if (binding.channel === 'discord' && binding.account === 'default') {
+    const fromEnvironment = config?.DISCORD_CHANNELS;
+    if (fromEnvironment !== undefined) where = `; in server channels ${fromEnvironment.join(', ')} (DISCORD_CHANNELS) without a mention`;
+    else if (binding.boundChannels.length > 0) where = `; in server channels ${binding.boundChannels.join(', ')} without a mention`;
+  }
+  return `${binding.channel}${binding.account === 'default' ? '' : ` (${binding.account})`} → ${who}; answers ${let_in}${where}`;
+}
+
+/**
+ * The ids given with --channel (repeated, or a comma list); `none` alone
+ * clears them. Checked before anything is stored: a wrong one changes nothing.
+ */
+function boundChannelsOf(given: string[]): string[] {
+  const ids = [...new Set(given.flatMap((value) => value.split(',')).map((id) => id.trim()).filter((id) => id !== ''))];
+  if (ids.length === 1 && ids[0] === 'none') return [];
+  const wrong = ids.find((id) => !discordChannelIdPattern.test(id));
+  if (wrong !== undefined) {
+    throw new UsageError(`--channel takes Discord channel ids, 17 to 20 digits (Developer Mode on, then right-click the channel → Copy Channel ID), or none; got ${JSON.stringify(wrong)}.`);
+  }
+  if (ids.length === 0) throw new UsageError('--channel takes Discord channel ids (a comma list, or the option repeated), or none to clear them.');
+  if (ids.length > maxDiscordBoundChannels) throw new UsageError(`--channel takes at most ${maxDiscordBoundChannels} channel ids, got ${ids.length}.`);
+  return ids;
 }
 
 /** The options that carry a channel's credentials, by the credential each stores. */
@@ -45,9 +67,10 @@ async function secretValue(value: string, option: string): Promise<string> {
   return Buffer.concat(chunks).toString('utf8').split('\n')[0]!.trim();
 }
 
-/** roster channel add CHANNEL [--token T | --bot-token T --signing-secret S | --app-token A] [--account A] [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE …] */
+/** roster channel add CHANNEL [--token T | --bot-token T --signing-secret S | --app-token A] [--channel ID[,ID]…] [--account A] [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE …] */
 export async function runChannelAdd(args: string[], io: CommandIo): Promise<number> {
-  const usage = 'roster channel add telegram|discord --token T | slack --bot-token T (--signing-secret S | --app-token A) | whatsapp [--bind-only] [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE]…';
+  const usage =
+    'roster channel add telegram|discord --token T | slack --bot-token T (--signing-secret S | --app-token A) | whatsapp [--bind-only] [--channel ID[,ID]] (discord) [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE]…';
   const { values, positionals } = parseCommand(
     args,
     {
@@ -55,6 +78,7 @@ export async function runChannelAdd(args: string[], io: CommandIo): Promise<numb
       agent: { type: 'string' },
       policy: { type: 'string' },
       allow: { type: 'string', multiple: true },
+      channel: { type: 'string', multiple: true },
       json: { type: 'boolean' },
       token: { type: 'string' },
       'bot-token': { type: 'string' },
@@ -87,7 +111,11 @@ export async function runChannelAdd(args: string[], io: CommandIo): Promise<numb
   if (Object.keys(secrets).length > 0 && account !== 'default') {
     throw new UsageError('Roster serves one bot per channel, the default account: give tokens without --account.');
   }
-  const { database, roster, key, logger } = await openRoster(io);
+  const channelIds = values.channel as unknown as string[] | undefined;
+  if (channelIds !== undefined && channel !== 'discord') throw new UsageError(`--channel binds Discord server channels; ${channel} has none.`);
+  if (channelIds !== undefined && account !== 'default') throw new UsageError('Roster serves one bot per channel, the default account: give --channel without --account.');
+  const boundChannels = channelIds === undefined ? undefined : boundChannelsOf(channelIds);
+  const { database, roster, key, logger, config } = await openRoster(io);
   try {
     const credentials = createChannelCredentialStore(database, key);
     if (Object.keys(secrets).length > 0) {
@@ -96,21 +124,32 @@ export async function runChannelAdd(args: string[], io: CommandIo): Promise<numb
       io.err(`Stored ${Object.keys(secrets).map((name) => credentialSpecs[channel as CredentialChannel][name]!.label).join(' and ')} for ${channel}, sealed with the installation key. A running gateway picks it up within seconds.`);
     }
     const bindingGiven = typeof values.agent === 'string' || values.policy !== undefined || allow.length > 0 || typeof values.account === 'string';
-    if (Object.keys(secrets).length > 0 && !bindingGiven) {
+    if (Object.keys(secrets).length > 0 && !bindingGiven && boundChannels === undefined) {
       // Only a token: the channel's binding, if any, stays as it was.
       const current = (await roster.core.directory.listBindings()).find((entry) => entry.channel === channel && entry.account === 'default');
       if (values.json === true) io.out(JSON.stringify(current ?? null));
-      else io.out(current === undefined ? `${channel}: no binding, so linked people talk to the wallet (bind it with --agent or --policy).` : `Kept ${describe(current)}.`);
+      else io.out(current === undefined ? `${channel}: no binding, so linked people talk to the wallet (bind it with --agent or --policy).` : `Kept ${describe(current, config)}.`);
       return exitCode.ok;
     }
-    const binding = await roster.core.directory.bindChannel({
-      channel,
-      policy: policy as ChannelBinding['policy'],
-      allowlist: allow,
-      ...(typeof values.account === 'string' ? { account: values.account } : {}),
-      ...(typeof values.agent === 'string' ? { agent: values.agent } : {}),
-    });
-    io.out(values.json === true ? JSON.stringify(binding) : `Bound ${describe(binding)}.`);
+    const bind = () =>
+      roster.core.directory.bindChannel({
+        channel,
+        policy: policy as ChannelBinding['policy'],
+        allowlist: allow,
+        ...(typeof values.account === 'string' ? { account: values.account } : {}),
+        ...(typeof values.agent === 'string' ? { agent: values.agent } : {}),
+      });
+    let binding: ChannelBinding;
+    if (boundChannels === undefined) binding = await bind();
+    else {
+      if (bindingGiven) await bind();
+      // Bound channels given alone keep the binding's agent and policy.
+      binding = await roster.core.directory.setBoundChannels(channel, boundChannels);
+    }
+    io.out(values.json === true ? JSON.stringify(binding) : `Bound ${describe(binding, config)}.`);
+    if (boundChannels !== undefined && config.DISCORD_CHANNELS !== undefined) {
+      io.err('DISCORD_CHANNELS is set in the environment and wins: the gateway serves the channels it names, not these.');
+    }
     if (channel === 'whatsapp' && values['bind-only'] !== true) {
       // WhatsApp has no token: Roster becomes a linked device of the account whose phone scans the code.
       const stop = new AbortController();
@@ -131,7 +170,6 @@ export async function runChannelAdd(args: string[], io: CommandIo): Promise<numb
       });
       io.out(link.already ? `WhatsApp is linked already, as ${link.phone}; to link another number, unlink this device on the phone first.` : `Linked WhatsApp as ${link.phone}.`);
     }
-    const { config } = loadConfig(io);
     const status = channelStatus(withStoredCredentials(config, await credentials.open())).find((entry) => entry.channel === channel);
     if (status !== undefined && !status.configured) io.err(`${channel} ${status.detail.startsWith('not') ? 'is ' : ''}${status.detail}: the gateway serves it once ${channel === 'whatsapp' ? 'it is enabled' : 'its token is set'}.`);
     return exitCode.ok;
@@ -158,7 +196,7 @@ export async function runChannelList(args: string[], io: CommandIo): Promise<num
       for (const entry of channels) {
         io.out(`${entry.channel.padEnd(8)}  ${entry.detail}`);
         if (entry.configured && entry.bindings.length === 0) io.out('          no binding: linked people only, to the only agent or the one they pick with /agent');
-        for (const binding of entry.bindings) io.out(`          ${describe(binding)}`);
+        for (const binding of entry.bindings) io.out(`          ${describe(binding, config)}`);
       }
     }
     return exitCode.ok;
