@@ -74,6 +74,7 @@ export const forgetPlaces: Readonly<Record<string, ForgetReach>> = {
   'channel_bindings.account': noWords('a channel account id'),
   'channel_bindings.policy': enumeration,
   'channel_bindings.allowlist': noWords('handles allowed to talk'),
+  'channel_bindings.bound_channels': noWords('Discord channel ids (digits only, a check constraint) where every message is for the bot'),
   'approval_pushes.channel': enumeration,
   'approval_pushes.external_id': noWords('the platform handle of an owner an approval was pushed to'),
   'channel_credentials.channel': enumeration,
