@@ -99,7 +99,8 @@ describe('roster channel', () => {
   it('stores a Slack bot token and signing secret and binds it: channel list says configured, and neither is ever printed', async () => {
     const dir = dataDir();
     const env = { ROSTER_DATA_DIR: dir };
-    expect((await runRoster(['agent', 'add', '--name', 'Scout', '--job', 'finds and checks sources'], env)).code).toBe(0);
+    const agent = await runRoster(['agent', 'add', '--name', 'Scout', '--job', 'finds and checks sources'], env);
+    expect(agent.code, agent.stderr).toBe(0);
     const botToken = `xoxb-1234567890-0987654321-${'Sl4ck'.repeat(5)}`;
     const signingSecret = `8f0c1d2e${'a7'.repeat(12)}`;
 
