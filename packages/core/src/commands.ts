@@ -49,7 +49,10 @@ export interface CommandDependencies {
   conversations: ConversationStore;
 }
 
-const strangerMemory = 'No memory is kept for you here: this handle is not linked to a person. Ask the owner for a link code, then send /link CODE.';
+/** What a stranger's /memory or /forget gets, in the channel's own command form. */
+function strangerMemory(prefix: string): string {
+  return `No memory is kept for you here: this handle is not linked to a person. Ask the owner for a link code, then send ${prefix}link CODE.`;
+}
 
 /** All a stranger is told under the `pairing` policy, whatever they sent. */
 export function pairingHint(prefix = '/'): string {
@@ -96,7 +99,7 @@ export async function runCommand(dependencies: CommandDependencies, context: Com
     }
     case 'memory':
     case 'forget': {
-      if (person === null) return { text: strangerMemory, keep: false, agentId: null };
+      if (person === null) return { text: strangerMemory(prefix), keep: false, agentId: null };
       if (context.name === 'forget' && context.words === '') return { text: `Say what to forget: ${prefix}forget WORDS.`, keep: false, agentId: null };
       const agents = await chooseAgents(directory, conversation, context.binding, context.words, context.turn);
       if (agents.length === 0) {

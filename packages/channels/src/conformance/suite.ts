@@ -345,7 +345,7 @@ export function describeChannelConformance(name: string, harness: ChannelHarness
         const cannot = `I'm Scout. I can't keep memories in this conversation.`;
         expect((await say(guest, 'remember that my plant is a fern')).map((message) => message.text)).toEqual([cannot]);
         expect((await say(guest, 'what do you know about my plant?')).map((message) => message.text)).toEqual([cannot]);
-        expect(await command(guest, 'memory')).toMatch(/^No memory is kept for you here: this handle is not linked to a person\./);
+        expect(await command(guest, 'memory')).toBe(`No memory is kept for you here: this handle is not linked to a person. Ask the owner for a link code, then send ${prefix()}link CODE.`);
         expect(await count('facts')).toBe(facts);
         expect(await count('learning_events')).toBe(learned);
         expect(await query(`select 1 from facts where content like '%fern%'`, [])).toEqual([]);
