@@ -84,7 +84,19 @@ export function sharedSocketPool(folder: string, options: SharedPoolOptions): pg
     connectionTimeoutMillis: 30_000,
   });
   pool.on('error', (error) => options.onError?.(error));
+  keepErrorsOfClientsInUse(pool);
   return pool;
+}
+
+/**
+ * pg's pool listens for errors only on idle connections: one in use whose
+ * socket ends (its host or server stopped) emits an 'error' event nobody
+ * hears, which ends the process. Heard here, it ends nothing: the statement
+ * running on it fails with that error all the same, and a later one with
+ * "not queryable", and the caller reports it.
+ */
+export function keepErrorsOfClientsInUse(pool: pg.Pool): void {
+  pool.on('connect', (client) => client.on('error', () => {}));
 }
 
 type ConnectCallback = (error: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void;

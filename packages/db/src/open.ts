@@ -6,7 +6,7 @@ import { RosterError } from '@roster/errors';
 import pg from 'pg';
 import { createPoolDatabase, type Database } from './database.js';
 import { acquireDataDirLock, DataDirInUseError } from './data-dir-lock.js';
-import { canShareFolder, hostWaitMs, sharedSocketPool } from './embedded-share.js';
+import { canShareFolder, hostWaitMs, keepErrorsOfClientsInUse, sharedSocketPool } from './embedded-share.js';
 import { pglitePool } from './pglite-connection.js';
 
 /** The oldest pgvector Roster accepts: iterative index scans arrived in 0.8. */
@@ -47,14 +47,15 @@ export function embeddedDataDir(dataDir: string): string {
  */
 export async function openPglite(dataDir: string, options: { image?: Blob } = {}): Promise<{ pglite: PGlite; release: () => Promise<void> }> {
   let unlock = async () => {};
-  if (!dataDir.startsWith('memory://')) {
-    makePrivateFolder(dataDir);
-    unlock = acquireDataDirLock(dataDir);
-  }
   const tighten = () => {
     if (!dataDir.startsWith('memory://')) tightenFolder(dataDir);
   };
   try {
+    if (!dataDir.startsWith('memory://')) {
+      makePrivateFolder(dataDir);
+      // On a full disk the lock file is the first thing that cannot be written: said as what to do, like the rest.
+      unlock = acquireDataDirLock(dataDir);
+    }
     const pglite = await PGlite.create(dataDir, { extensions: { vector }, ...(options.image === undefined ? {} : { loadDataDir: options.image }) });
     await pglite.exec(embeddedBootstrap);
     tighten();
@@ -71,6 +72,8 @@ export async function openPglite(dataDir: string, options: { image?: Blob } = {}
     };
   } catch (error) {
     await unlock();
+    // Another process holds the folder: its own error, which says whom to wait for.
+    if (RosterError.isInstance(error) && error.code === 'database_in_use') throw error;
     throw new RosterError(
       'database_unavailable',
       `The embedded database in ${dataDir} could not be opened: ${(error as Error).message}. ${whatToDo(error)}`,
@@ -159,7 +162,9 @@ export async function openEmbeddedDatabase(folder: string, logger?: Logger): Pro
     const opened = await openPgliteAlone(dataDir);
     return createPoolDatabase({ kind: 'embedded', location: dataDir, pool: pglitePool(opened.pglite), onClose: opened.release, onAdmin });
   }
-  const pool = sharedSocketPool(dataDir, { max: 4, onError: (error) => logger?.warn({ err: error }, 'embedded database connection failed') });
+  // An idle connection whose host stopped is dropped, and the next query connects again (to a new host): nothing to report but the
+  // reason, and a turn the host's end cut off says so itself. The error carries the client object, which is not for a log line.
+  const pool = sharedSocketPool(dataDir, { max: 4, onError: (error) => logger?.debug({ reason: error.message }, 'an idle embedded database connection closed') });
   try {
     // Reached now, so that a folder that cannot be opened is reported by the command that opens it.
     (await pool.connect()).release();
@@ -243,7 +248,8 @@ export async function openServerDatabase(connectionString: string, logger?: Logg
   }
   // A served embedded database is one session: more than one connection would interleave transactions.
   const pool = new pg.Pool({ connectionString, max: isPglite ? 1 : 10, connectionTimeoutMillis: 10_000 });
-  pool.on('error', (error) => logger?.warn({ err: error }, 'idle database connection failed'));
+  pool.on('error', (error) => logger?.warn({ reason: error.message }, 'an idle database connection failed'));
+  keepErrorsOfClientsInUse(pool);
   return createPoolDatabase({
     kind: 'server',
     location: shown,

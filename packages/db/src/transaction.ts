@@ -8,6 +8,24 @@ import type pg from 'pg';
  */
 const unstorableText = new Set(['22021', '22P05']);
 
+/** What Postgres answers when a file it writes cannot grow (SQLSTATE 53100), or the words of an ENOSPC from below it. */
+function isDiskFull(error: unknown): boolean {
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  return code === '53100' || code === 'ENOSPC' || (typeof message === 'string' && /no space left on device/i.test(message));
+}
+
+/**
+ * Whether a failure is the connection to the database breaking (its server
+ * or the embedded database's host stopped, the socket closed), rather than a
+ * statement the database refused. What was committed before it is kept, what
+ * was not is rolled back, and a new connection may well succeed.
+ */
+export function isConnectionLost(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'ECONNREFUSED') return true;
+  return typeof message === 'string' && /Connection terminated|is not queryable|connection error/i.test(message);
+}
+
 /** Run `fn` between BEGIN and COMMIT on one pooled client; ROLLBACK on any error. */
 export async function transaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
@@ -26,6 +44,10 @@ export async function transaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) 
       }
       if (unstorableText.has((error as { code?: unknown }).code as string)) {
         throw new RosterError('text_invalid', 'Text may not contain the NUL character (U+0000); remove it and try again.', { cause: error });
+      }
+      if (isDiskFull(error)) {
+        // Rolled back whole: nothing of this transaction was kept, and everything committed before it is still there.
+        throw new RosterError('disk_full', 'The disk that holds the database is full: free some space on it, then try again. Nothing stored before is lost.', { cause: error, retryable: true });
       }
       throw error;
     }
