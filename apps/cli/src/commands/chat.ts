@@ -1,18 +1,56 @@
+import { randomUUID } from 'node:crypto';
 import readline from 'node:readline';
-import type { InboundMessage, Person, TurnResult } from '@roster/core';
-import { UsageError } from '@roster/errors';
+import type { InboundMessage, Person, TurnOptions, TurnResult } from '@roster/core';
+import { isConnectionLost } from '@roster/db';
+import { RosterError, UsageError } from '@roster/errors';
+import type { Runtime } from '@roster/runtime';
+import { describeFailure } from '../failure.js';
 import type { CommandIo } from '../io.js';
 import { exitCode } from '../io.js';
 import { parseCommand, refuseTogether } from '../parse.js';
 import { openRoster, resolvePerson } from './roster-runtime.js';
 
+/** One turn's message, with an id of its own: sent again after a broken connection, it is stored once. */
 function inbound(person: Person, text: string, team: boolean): InboundMessage {
   return {
     channel: 'cli',
     conversation: { externalId: `${team ? 'team' : 'solo'}:${person.id}`, kind: 'dm' },
     sender: { personId: person.id },
+    externalMessageId: `cli:${randomUUID()}`,
     text,
   };
+}
+
+/**
+ * One turn, tried once more with the same message id when the connection to
+ * the database broke (the embedded database's host stopped, a server
+ * Postgres restarted): the next connection reaches a new one. When the first
+ * try had stored the message already, the second finds it and stores nothing
+ * again; the turn is reported failed, since its answer was lost.
+ */
+async function turn(roster: Runtime, message: InboundMessage, options: TurnOptions): Promise<TurnResult> {
+  let first: unknown;
+  try {
+    return await roster.core.handle(message, options);
+  } catch (error) {
+    if (!isConnectionLost(error)) throw error;
+    first = error;
+  }
+  const reason = describeFailure(first).replace(/\.$/, '');
+  let again: TurnResult;
+  try {
+    again = await roster.core.handle(message, options);
+  } catch (error) {
+    throw new RosterError(
+      'turn_failed',
+      `The connection to the database broke during this turn (${reason}), and trying once more failed: ${RosterError.isInstance(error) ? error.message : describeFailure(error)} The message may be kept without an answer.`,
+      { cause: error },
+    );
+  }
+  if (again.duplicate) {
+    throw new RosterError('turn_failed', `The connection to the database broke during this turn (${reason}): the message is kept, but its answer was lost. Ask again to have it answered.`, { cause: first });
+  }
+  return again;
 }
 
 function printTurn(io: CommandIo, result: TurnResult, json: boolean): void {
@@ -41,18 +79,24 @@ export async function runChat(args: string[], io: CommandIo, input: NodeJS.Reada
     const options = { ...(typeof values.agent === 'string' ? { agent: values.agent } : {}), team };
     if (typeof values.agent === 'string') await roster.core.directory.agentByName(values.agent);
     if (positionals.length > 0) {
-      const result = await roster.core.handle(inbound(person, positionals.join(' '), team), options);
-      printTurn(io, result, values.json === true);
+      printTurn(io, await turn(roster, inbound(person, positionals.join(' '), team), options), values.json === true);
       return exitCode.ok;
     }
     const lines = readline.createInterface({ input, terminal: false });
     io.err(`Talking as ${person.name}${team ? ' to every agent' : ` to ${values.agent}`}. An empty line or Ctrl+D ends.`);
+    let failed = false;
     for await (const line of lines) {
       if (line.trim() === '') break;
-      const result = await roster.core.handle(inbound(person, line, team), options);
-      printTurn(io, result, values.json === true);
+      try {
+        printTurn(io, await turn(roster, inbound(person, line, team), options), values.json === true);
+      } catch (error) {
+        // One line, and the session goes on: the next line may well be answered.
+        if (!RosterError.isInstance(error) || error.code === 'database_closed') throw error;
+        failed = true;
+        io.err(error.message);
+      }
     }
-    return exitCode.ok;
+    return failed ? exitCode.failure : exitCode.ok;
   } finally {
     await database.close();
   }
