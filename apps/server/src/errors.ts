@@ -39,12 +39,16 @@ const statusByCode: Readonly<Record<string, number>> = {
   rejected_statement: 409,
   link_codes_exhausted: 409,
   // Faults of the server, not of the request.
+  disk_full: 507,
   database_closed: 500,
   scope_nested: 500,
   scope_invalid: 500,
   admin_reason_missing: 500,
   memory_unavailable: 500,
 };
+
+/** Faults of the server whose message is shown all the same: it says what the operator does (free space), and names nothing inside. */
+const shownFaults: ReadonlySet<string> = new Set(['disk_full']);
 
 /**
  * The status of a Roster error: the API's own carry theirs; `*_not_found`
@@ -81,8 +85,9 @@ export function describeError(error: unknown, showStack: boolean): { status: num
   let message: string;
   if (RosterError.isInstance(error)) {
     status = statusOf(error);
-    code = status >= 500 ? 'internal' : error.code;
-    message = status >= 500 ? internalMessage : error.message;
+    const hidden = status >= 500 && !shownFaults.has(error.code);
+    code = hidden ? 'internal' : error.code;
+    message = hidden ? internalMessage : error.message;
   } else {
     const statusCode = (error as { statusCode?: unknown }).statusCode;
     status = typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500 ? statusCode : 500;

@@ -280,17 +280,29 @@ export class ConversationStore {
     });
   }
 
-  /** An agent's reply, written in its own scope (a stranger's conversation has none: roster_ops writes it). */
-  async storeReply(scope: Scope | null, reply: { conversationId: string; agentId: string; text: string; visibility: Visibility }): Promise<string> {
+  /**
+   * An agent's reply, written in its own scope (a stranger's conversation has
+   * none: roster_ops writes it), with what `alongside` writes (its follow-up
+   * jobs) in the same transaction: a reply is never kept without them.
+   */
+  async storeReply(
+    scope: Scope | null,
+    reply: { conversationId: string; agentId: string; text: string; visibility: Visibility },
+    alongside?: (tx: Transaction) => Promise<void>,
+  ): Promise<string> {
     const row = { conversationId: reply.conversationId, externalId: null, role: 'agent' as const, agentId: reply.agentId, text: reply.text };
     if (scope === null) {
-      const stored = await this.database.adminScope('core: store a reply to a guest', (tx) =>
-        this.storeMessage(tx, { ...row, personId: null, visibility: 'conversation' }),
-      );
-      return stored.id;
+      return this.database.adminScope('core: store a reply to a guest', async (tx) => {
+        const stored = await this.storeMessage(tx, { ...row, personId: null, visibility: 'conversation' });
+        await alongside?.(tx);
+        return stored.id;
+      });
     }
-    const stored = await this.database.withScope(scope, (tx) => this.storeMessage(tx, { ...row, personId: scope.personId, visibility: reply.visibility }));
-    return stored.id;
+    return this.database.withScope(scope, async (tx) => {
+      const stored = await this.storeMessage(tx, { ...row, personId: scope.personId, visibility: reply.visibility });
+      await alongside?.(tx);
+      return stored.id;
+    });
   }
 
   /**

@@ -199,30 +199,28 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
       answers.map(async ({ agent, scope, answer: given }) => {
         const held = phrases.length > 0 && phrases.some((phrase) => ` ${normalizeText(given.text)} `.includes(` ${phrase} `));
         const answer = held ? { ...given, text: `${agent.name}'s reply repeated words that were just forgotten; it is not kept.` } : given;
-        const replyId = await conversations.storeReply(scope, { conversationId: conversation.id, agentId: agent.id, text: answer.text, visibility });
-        // 7. Follow-up jobs, in the agent's scope, written with the turn.
-        if (scope !== null) {
-          await database.withScope(scope, async (tx) => {
+        // 7. Follow-up jobs, in the agent's scope, written in the reply's own transaction: a reply is never kept without them.
+        const replyId = await conversations.storeReply(scope, { conversationId: conversation.id, agentId: agent.id, text: answer.text, visibility }, async (tx) => {
+          if (scope === null) return;
+          await conversations.enqueue(tx, {
+            queue: 'extract',
+            name: 'extract-conversation',
+            payload: { conversationId: conversation.id, agentId: agent.id, personId: person!.id },
+            dedupeKey: `extract:${conversation.id}:${agent.id}:${message.id}`,
+            agentId: agent.id,
+            personId: person!.id,
+          });
+          if (signals.length > 0) {
             await conversations.enqueue(tx, {
-              queue: 'extract',
-              name: 'extract-conversation',
-              payload: { conversationId: conversation.id, agentId: agent.id, personId: person!.id },
-              dedupeKey: `extract:${conversation.id}:${agent.id}:${message.id}`,
+              queue: 'harvest',
+              name: 'harvest-agent',
+              payload: { agentId: agent.id },
+              dedupeKey: `harvest:${agent.id}:${message.id}`,
               agentId: agent.id,
               personId: person!.id,
             });
-            if (signals.length > 0) {
-              await conversations.enqueue(tx, {
-                queue: 'harvest',
-                name: 'harvest-agent',
-                payload: { agentId: agent.id },
-                dedupeKey: `harvest:${agent.id}:${message.id}`,
-                agentId: agent.id,
-                personId: person!.id,
-              });
-            }
-          });
-        }
+          }
+        });
         return { agent: agent.name, agentId: agent.id, text: answer.text, toolCalls: answer.toolCalls, memories: answer.memories, messageId: replyId };
       }),
     );
