@@ -212,16 +212,29 @@ function redisState(log: Logger | undefined) {
       client.on('error', () => {});
       let stopped = false;
       let timer: NodeJS.Timeout | undefined;
+      // Set on Redis's return until `onReturn` has run through: the queues' own connections reconnect later than this one
+      // (up to 20 s), and until they have, it fails. That is tried again at the next check, not taken for Redis going away.
+      let returning = false;
       const check = async () => {
+        let answered = false;
         try {
           await client.ping();
-          if (!reachable) {
-            reachable = true;
-            log?.info({ redis: 'reachable' }, 'Redis is reachable again');
-            await onReturn();
-          }
+          answered = true;
         } catch (error) {
           wentAway(error as Error);
+        }
+        if (answered && !reachable) {
+          reachable = true;
+          returning = true;
+          log?.info({ redis: 'reachable' }, 'Redis is reachable again');
+        }
+        if (answered && returning) {
+          try {
+            await onReturn();
+            returning = false;
+          } catch (error) {
+            log?.debug({ err: { message: (error as Error).message } }, 'the queues are not connected again yet; checking the schedules at the next ping');
+          }
         }
         if (!stopped) timer = setTimeout(() => void check(), redisCheckMs);
       };
