@@ -14,7 +14,7 @@ afterEach(async () => {
 });
 
 describe('the vacuum job', () => {
-  it('reclaims the dead rows updates leave on the embedded database, which runs no autovacuum, and is scheduled', async () => {
+  it('reclaims the dead rows updates leave on the embedded database, which runs no autovacuum, lets its old write-ahead log go, and is scheduled', async () => {
     const test = await openTestDatabase();
     cleanups.push(() => test.cleanup());
     const database = test.database;
@@ -52,8 +52,21 @@ describe('the vacuum job', () => {
     // The positive control: the updates left dead rows, and nothing took them away.
     expect(await dead()).toBeGreaterThanOrEqual(50);
 
+    // Write-ahead log past one segment: the segments before the current one are there until a checkpoint.
+    const wal = async () =>
+      database.ownerSession('test: the write-ahead log', async (session) => {
+        const current = (await session.query<{ name: string }>('select pg_walfile_name(pg_current_wal_lsn()) as name')).rows[0]!.name;
+        const files = (await session.query<{ name: string }>(`select name from pg_ls_waldir() where name ~ '^[0-9A-F]{24}$' order by name`)).rows.map((row) => row.name);
+        return { current, older: files.filter((name) => name < current) };
+      });
+    await database.ownerSession('test: fill more than a segment of log', (session) => session.query(`create table wal_filler as select g, md5(g::text) || md5((g * 7)::text) as body from generate_series(1, 250000) g`));
+    const before = await wal();
+    expect(before.older.length).toBeGreaterThan(0);
+
     const { result } = await runJobNow(connection, 'vacuum', {}, { prefix, wait: true, timeoutMs: 60_000 });
-    expect(result).toMatchObject({ database: 'embedded' });
+    expect(result).toMatchObject({ database: 'embedded', checkpoint: true });
+    // The checkpoint let the segments before it go (recycled under later names, or removed).
+    expect((await wal()).older.filter((name) => before.older.includes(name))).toEqual([]);
     expect((result as { tables: number }).tables).toBeGreaterThan(20);
     expect(await dead()).toBe(0);
     // What the rows said is untouched.
