@@ -1,0 +1,11 @@
+-- The full-text arm without just-in-time compilation.
+--
+-- roster_search_ranked runs with enable_sort = off (0019), which the planner
+-- honours by adding a huge cost to every sort it cannot avoid. On a server
+-- Postgres built with JIT (Debian's and most others', jit = on by default)
+-- that cost passes jit_above_cost and jit_optimize_above_cost, so every
+-- search compiled its plan with LLVM first: about 600 ms per search on a
+-- scope of no facts at all, against a few milliseconds without. The function
+-- reads a scope's facts, a few thousand rows at most: JIT never pays off
+-- there. The embedded database has no JIT; this changes nothing on it.
+alter function roster_search_ranked(text, integer, real) set jit = off;
