@@ -108,6 +108,8 @@ describe('Redis goes away under roster start', () => {
     expect(await schedules(port, prefix)).toEqual([]);
     await until(async () => (await schedules(port, prefix)).length === 4, 'the schedules registered again', 30_000);
     await until(() => logSince(roster, back).json.some((line) => line.redis === 'reachable'), 'the line that Redis is back', 10_000);
+    // The worker says so once every schedule is registered, a moment after the first ones are in Redis.
+    await until(() => logSince(roster, back).json.some((line) => line.msg === 'Redis came back without the schedules; registered them again'), 'the line that the schedules are back', 10_000);
     expect(logSince(roster, back).json.map((line) => line.msg)).toEqual(['Redis is reachable again', 'Redis came back without the schedules; registered them again']);
 
     // Away again, then asked to stop: it ends within 10 s, having said why it did not wait longer.

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import net, { type AddressInfo } from 'node:net';
 import type { Person } from '@roster/core';
 import fc from 'fast-check';
@@ -312,7 +313,9 @@ function rawExchange(port: number, bytes: Buffer): Promise<Answer & { raw: strin
 const invalidUtf8 = fc.constantFrom([0xff], [0xfe], [0xc3, 0x28], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xe2, 0x82], [0xf8, 0x88, 0x80, 0x80, 0x80], [0x80], [0xf4, 0x90, 0x80, 0x80]);
 
 /** Printable text with invalid UTF-8 sequences spliced in. */
-const bytesWithInvalidUtf8 = fc.array(fc.oneof(invalidUtf8, fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 5 }).map((text) => [...Buffer.from(text.replace(/["\\\r\n]/g, 'x'))])), { minLength: 1, maxLength: 6 }).filter((parts) => parts.some((part) => part.some((byte) => byte >= 0x80))).map((parts) => Buffer.from(parts.flat()));
+const bytesWithInvalidUtf8 = fc.array(fc.oneof(invalidUtf8, fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 5 }).map((text) => [...Buffer.from(text.replace(/["\\\r\n]/g, 'x'))])), { minLength: 1, maxLength: 6 }).map((parts) => Buffer.from(parts.flat()))
+  // Pieces can join into valid UTF-8 (a truncated E2 82 before a lone 80 is '₀'): keep only what no decoder takes.
+  .filter((bytes) => !isUtf8(bytes));
 
 describe('hostile bytes over a real socket', () => {
   it('answers invalid UTF-8, huge headers and malformed HTTP without a 500 or a stack, writes nothing, and keeps serving', async () => {
