@@ -4,6 +4,7 @@ import { toSql } from 'pgvector';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHashingEmbedder, createOpenAICompatibleEmbedder } from './embedders/index.js';
 import { createMemory } from './memory.js';
+import { keptFactCountFrom, ScopeSizeCache, searchFacts } from './search.js';
 import { testInstallationKey } from '@roster/config/testing';
 import { memoryFixture, saidBy, type MemoryFixture } from './testing/fixture.js';
 import { contentHash } from './text.js';
@@ -144,5 +145,36 @@ describe('full-text ranking and neighbours', () => {
     // Bob's own search sees his fact, and none of Ada's, neighbours included.
     const bobFound = (await f.memory.search(bob, 'savings greyhound Rex', { mode: 'full-text' })).map((result) => result.fact.id);
     expect(bobFound).toEqual([bobs.id]);
+  });
+
+  it('keeps a large scope’s count of facts between searches and ranks as counting each time does; a small scope is counted each time', async () => {
+    const ada = f.dm('scout', 'ada');
+    const embedder = createHashingEmbedder();
+    // More agent-wide facts than the count is kept from, loaded in one statement.
+    const texts = sentences(keptFactCountFrom + 200, 11);
+    await f.database.adminScope('test: bulk load facts', (tx) =>
+      tx.query(
+        `insert into facts (agent_id, person_id, audience, content, content_hash)
+         select $1, null, 'agent', t.c, t.h from unnest($2::text[], $3::text[]) as t(c, h)`,
+        [f.agents.scout, texts, texts.map((text) => contentHash(text))],
+      ),
+    );
+    const sizes = new ScopeSizeCache();
+    const query = 'glacier falcon note 7';
+    const counted = await searchFacts(f.database, embedder, ada, query, { mode: 'full-text', limit: 20 });
+    const first = await searchFacts(f.database, embedder, ada, query, { mode: 'full-text', limit: 20, scopeSizes: sizes });
+    // The first search counted the scope and kept what it found.
+    expect(sizes.get(ScopeSizeCache.factsKey(ada), keptFactCountFrom)).toBe(texts.length);
+    const kept = await searchFacts(f.database, embedder, ada, query, { mode: 'full-text', limit: 20, scopeSizes: sizes });
+    const ranking = (results: typeof counted) => results.map((result) => [result.fact.id, result.scores.fullText]);
+    expect(counted).toHaveLength(20);
+    expect(ranking(first)).toEqual(ranking(counted));
+    expect(ranking(kept)).toEqual(ranking(counted));
+
+    // Bob's scope under another agent is small: counted each time, nothing kept.
+    const small = f.dm('coder', 'bob');
+    await f.memory.remember(small, { content: 'Bob keeps a glacier photo on his desk', provenance: saidBy(f.people.bob) });
+    expect(await searchFacts(f.database, embedder, small, query, { mode: 'full-text', scopeSizes: sizes })).toHaveLength(1);
+    expect(sizes.get(ScopeSizeCache.factsKey(small), 0)).toBeUndefined();
   });
 });

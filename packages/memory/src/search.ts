@@ -21,9 +21,10 @@ export interface SearchOptions {
   diversity?: number;
   /**
    * Scopes with at most this many vectors are searched exactly (a scan of the
-   * scope, perfect recall); larger ones through HNSW with iterative scans
-   * (default 10,000: up to there the exact scan is about as fast as the graph
-   * with enough candidates, and exact).
+   * scope, perfect recall); larger ones through HNSW with iterative scans.
+   * Unset, search chooses: exactly up to 10,000 vectors, unless the scope holds
+   * so large a share of all vectors that the graph, which filters what it
+   * walks, finds its neighbours sooner than a scan would (`prefersGraph`).
    */
   exactBelow?: number;
   /** Remembers how many vectors a scope holds, so that the count is not paid on every search. */
@@ -76,6 +77,16 @@ export class ScopeSizeCache {
     return `${scope.agentId}|${scope.personId ?? ''}|${scope.audience}|${model}`;
   }
 
+  /** The key of the planner's estimate of all stored vectors' rows, whatever their scope. */
+  static tableKey(model: string): string {
+    return `table|${model}`;
+  }
+
+  /** The key of the scope's count of facts (BM25's N), apart from any model's count of vectors. */
+  static factsKey(scope: Scope): string {
+    return `facts|${scope.agentId}|${scope.personId ?? ''}|${scope.audience}`;
+  }
+
   /** The scope's size if known well enough to compare with `threshold`. */
   get(key: string, threshold: number): number | undefined {
     const entry = this.sizes.get(key);
@@ -89,6 +100,30 @@ export class ScopeSizeCache {
     this.sizes.set(key, { count, atLeast, until: Date.now() + this.ttlMs });
   }
 }
+
+/** Scopes of at most this many vectors are scanned exactly, unless `prefersGraph` says otherwise. */
+const defaultExactBelow = 10_000;
+
+/**
+ * Whether the graph finds a scope's nearest vectors sooner than a scan of the
+ * scope. A scan costs each of the scope's vectors (about 1 µs a row on the
+ * embedded database); the graph walks about the same few hundred nodes
+ * whatever the table's size, but filters them after the walk, so it walks as
+ * many times more as the scope is a smaller share of the table (iterative
+ * scans). Measured on the embedded database at 10,000 facts: a scope of all
+ * of them takes the graph 2 ms against 11 ms for the scan, a tenth of them 20
+ * against 7 (docs/benchmarks.md, turns and retrieval). The graph wins roughly
+ * when size × share > 2,000. `tableRows` is the planner's estimate (-1 before
+ * the table was first analyzed: then the size alone decides, as before).
+ */
+export function prefersGraph(size: number, tableRows: number): boolean {
+  if (!(tableRows > 0) || size < graphFromVectors) return false;
+  const share = Math.min(1, size / tableRows);
+  return size * share > graphFromVectors;
+}
+
+/** No scope smaller than this goes through the graph unless asked (see `prefersGraph`). */
+const graphFromVectors = 2_000;
 
 /** The vector arm asks the graph for at least this many neighbours: fewer stops the scan too early. */
 const minimumGraphCandidates = 100;
@@ -147,9 +182,9 @@ export async function searchFacts(database: Database, embedder: Embedder, scope:
   }
 
   return database.withScope(scope, async (tx) => {
-    const fullText = mode === 'vector' ? [] : await fullTextArm(tx, text, candidates, clampShare(options.neighbours ?? neighbourWeight));
+    const fullText = mode === 'vector' ? [] : await fullTextArm(tx, text, candidates, clampShare(options.neighbours ?? neighbourWeight), options.scopeSizes);
     const vector =
-      queryVector === null ? [] : await vectorArm(tx, embedder, queryVector, candidates, options.exactBelow ?? 10_000, options.scopeSizes);
+      queryVector === null ? [] : await vectorArm(tx, embedder, queryVector, candidates, options.exactBelow, options.scopeSizes);
     const ids = [...new Set([...fullText, ...vector].map((hit) => hit.id))];
     if (ids.length === 0) return [];
 
@@ -187,11 +222,27 @@ export async function searchFacts(database: Database, embedder: Embedder, scope:
   });
 }
 
-async function fullTextArm(tx: ScopedTransaction, text: string, candidates: number, neighbours: number): Promise<ArmHit[]> {
+/**
+ * From this many facts on, a scope's count for BM25 (its N) is kept for a few
+ * minutes rather than counted on each search: counting is a pass over the
+ * scope, and a few facts more or less do not move the weights of a scope this
+ * large. Smaller scopes are counted each time, so their scores are exact.
+ */
+export const keptFactCountFrom = 1000;
+
+async function fullTextArm(tx: ScopedTransaction, text: string, candidates: number, neighbours: number, sizes: ScopeSizeCache | undefined): Promise<ArmHit[]> {
   if (anyWordQuery(text) === null) return [];
+  const key = ScopeSizeCache.factsKey(tx.scope);
+  const known = sizes?.get(key, keptFactCountFrom);
   // One function applies the scope rule itself, so that the GIN index can serve the match (see
-  // migration 0005); it ranks by BM25 and lends a share of each strong match to its neighbours (0017).
-  const { rows } = await tx.query<{ id: string; score: number }>('select id, score from roster_search_ranked($1, $2, $3)', [text, candidates, neighbours]);
+  // migration 0005); it ranks by BM25 and lends a share of each strong match to its neighbours (0019);
+  // it counts the scope's facts unless told how many there are, and says what it used (0024).
+  const { rows } = await tx.query<{ id: string; score: number; scope_facts: string }>(
+    'select id, score, scope_facts from roster_search_ranked($1, $2, $3, $4)',
+    [text, candidates, neighbours, known ?? null],
+  );
+  const counted = rows[0] === undefined ? undefined : Number(rows[0].scope_facts);
+  if (known === undefined && counted !== undefined && counted >= keptFactCountFrom) sizes?.set(key, counted, false);
   return rows.map((row, index) => ({ id: row.id, rank: index + 1, value: Number(row.score) }));
 }
 
@@ -200,7 +251,7 @@ async function vectorArm(
   embedder: Embedder,
   queryVector: number[],
   candidates: number,
-  exactBelow: number,
+  exactBelow: number | undefined,
   sizes: ScopeSizeCache | undefined,
 ): Promise<ArmHit[]> {
   const dimensions = queryVector.length;
@@ -208,17 +259,25 @@ async function vectorArm(
     throw new RosterError('embedder_bad_response', `The query vector has ${dimensions} dimensions; the model ${embedder.model} stores ${embedder.dimensions}.`);
   }
   const expression = vectorExpression(dimensions);
+  const limit = exactBelow ?? defaultExactBelow;
   const key = ScopeSizeCache.key(tx.scope, embedder.model);
-  let size = sizes?.get(key, exactBelow);
-  if (size === undefined) {
-    const counted = await tx.query<{ count: string }>(
-      `select count(*) as count from (select 1 from fact_embeddings fe where fe.model = $1 and fe.searchable limit $2) s`,
-      [embedder.model, exactBelow + 1],
+  const tableKey = ScopeSizeCache.tableKey(embedder.model);
+  let size = sizes?.get(key, limit);
+  let table = sizes?.get(tableKey, 0);
+  if (size === undefined || table === undefined) {
+    // The scope's vectors (row-level security keeps the count to the scope), up to the limit; and
+    // the planner's estimate of the whole table's rows, which any role may read in the catalog.
+    const counted = await tx.query<{ count: string; table_rows: number }>(
+      `select (select count(*) from (select 1 from fact_embeddings fe where fe.model = $1 and fe.searchable limit $2) s) as count,
+              (select reltuples from pg_class where oid = 'fact_embeddings'::regclass) as table_rows`,
+      [embedder.model, limit + 1],
     );
     size = Number(counted.rows[0]?.count ?? 0);
-    sizes?.set(key, size, size > exactBelow);
+    table = Number(counted.rows[0]?.table_rows ?? -1);
+    sizes?.set(key, size, size > limit);
+    sizes?.set(tableKey, table, false);
   }
-  const exact = size <= exactBelow;
+  const exact = size <= limit && !(exactBelow === undefined && prefersGraph(size, table));
   if (exact) {
     // A small scope: scan it exactly rather than ask the graph.
     await tx.query(`select set_config('enable_indexscan', 'off', true)`);
