@@ -74,25 +74,7 @@ describe('the Discord adapter against a fake Discord', () => {
     expect(events).toEqual([]);
     const bound = await discord.deliver({ chat: 'group', channelId: discord.secondChannelId, from: user, text: 'who reviews the draft today?' });
     // Another bot's message in the bound channel is not a person's.
-    await discord.dispatch('MESSAGE_CREATE', {
-      id: '1300000000000000001',
-      channel_id: discord.secondChannelId,
-      guild_id: discord.guildId,
-      author: { id: '1300000000000000002', username: 'otherbot', global_name: null, discriminator: '0', avatar: null, bot: true },
-      content: 'beep',
-      timestamp: new Date().toISOString(),
-      edited_timestamp: null,
-      tts: false,
-      mention_everyone: false,
-      mentions: [],
-      mention_roles: [],
-      attachments: [],
-      embeds: [],
-      pinned: false,
-      type: 0,
-      flags: 0,
-      components: [],
-    });
+    await discord.deliver({ chat: 'group', channelId: discord.secondChannelId, from: discord.user(8), text: 'beep', fromOtherBot: true });
     expect(events).toHaveLength(1);
     expect(events[0]!.inbound).toMatchObject({
       externalMessageId: bound.messageId,

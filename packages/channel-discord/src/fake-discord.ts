@@ -70,12 +70,20 @@ export interface FakeDiscord extends FakePlatform {
   edits(): Array<{ id: string; text: string; at: number }>;
   /** The attachment paths the bot downloaded, in order. */
   downloads(): string[];
-  /** Deliver a message as a person; a server message goes to `channelId` when given (one of the server's channels), else to #general. */
-  deliver(message: PlatformMessage & { channelId?: string }): Promise<Delivered>;
+  /** Deliver a message as a person, or as another bot (`fromOtherBot`); resolves once the bot took it. */
+  deliver(message: FakeDiscordMessage): Promise<Delivered>;
   /** Send any gateway event, as it stands (hostile input); resolves once the bot took it. */
   dispatch(type: string, data: unknown): Promise<void>;
   /** Run a slash command as this person; resolves once the bot took it. */
   slash(from: PlatformUser, chat: 'dm' | 'group', name: string, options: Record<string, string>): Promise<Delivered & { interactionId: string }>;
+}
+
+/** A message the fake delivers: the harness's, with what only Discord has. */
+export interface FakeDiscordMessage extends PlatformMessage {
+  /** The server channel a server message goes to (one of the server's); #general when absent. */
+  channelId?: string;
+  /** The author is another bot, not a person (`author.bot`): Roster must not take it. */
+  fromOtherBot?: boolean;
 }
 
 export interface FakeDiscordOptions {
@@ -571,7 +579,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     return { id, filename: name, size: data.byteLength, url, proxy_url: url, content_type: mediaType, ...extra };
   }
 
-  function messageEvent(message: PlatformMessage & { channelId?: string }): { data: Record<string, unknown>; channelId: string } {
+  function messageEvent(message: FakeDiscordMessage): { data: Record<string, unknown>; channelId: string } {
     if (message.channelId !== undefined && (message.chat === 'dm' || isDm(message.channelId))) throw new Error(`${message.channelId} is not a channel of the fake server`);
     const channelId = message.chat === 'dm' ? dmOf(message.from.id) : (message.channelId ?? groupChannelId);
     const id = snowflake();
@@ -581,7 +589,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       content = `<@${botUser.id}> ${content}`;
       mentions.push(botUser);
     }
-    const author = userOf(message.from);
+    const author = { ...userOf(message.from), ...(message.fromOtherBot === true ? { bot: true } : {}) };
     const data: Record<string, unknown> = {
       ...messagePayload({ id, channelId, author, content }),
       mentions,
