@@ -1,14 +1,9 @@
-import { testInstallationKey } from '@roster/config/testing';
-import { parseConfig } from '@roster/config';
-import { serveChannel, type ServedChannel } from '@roster/channels';
-import { until } from '@roster/channels/conformance';
-import { openTestDatabase } from '@roster/db/testing';
-import { createRuntime } from '@roster/runtime';
+import { until, type FakePlatform } from '@roster/channels/conformance';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeDiscord } from '../packages/channel-discord/src/fake-discord.js';
 import { startFakeSlack } from '../packages/channel-slack/src/fake-slack.js';
 import { startFakeTelegram } from '../packages/channel-telegram/src/fake-telegram.js';
-import { startFakeOpenAi } from './support/fake-openai.js';
+import { startChannelRoster } from './support/channel-roster.js';
 
 /**
  * A long answer streams on Telegram, Slack and Discord: sent as it stands once it has
@@ -25,19 +20,10 @@ const everyMs = 300;
 const pieces = Array.from({ length: 10 }, (_, index) => `Part ${index + 1} of the plan is settled. `);
 const whole = pieces.join('').trim();
 
-async function setUp(platform: Awaited<ReturnType<typeof startFakeTelegram>> | Awaited<ReturnType<typeof startFakeSlack>> | Awaited<ReturnType<typeof startFakeDiscord>>, answer: { text: string; pieces: string[] }) {
-  const model = await startFakeOpenAi(() => ({ ...answer, pauseMs: 120 }));
-  cleanups.push(() => model.close());
-  const test = await openTestDatabase();
-  cleanups.push(() => test.cleanup());
-  const runtime = await createRuntime({ config: parseConfig({}), database: test.database, key: testInstallationKey });
-  const { directory } = runtime.core;
-  await directory.addAgent({ name: 'Writer', job: 'writes plans', engine: model.engine });
-  const person = await directory.addPerson({ name: 'Pia' });
-  const user = platform.user(1);
-  await directory.linkIdentity(person.id, platform.adapter.channel, user.id, user.name);
-  const served: ServedChannel = await serveChannel({ adapter: platform.adapter, core: runtime.core, streaming: { afterMs: 200, everyMs } });
-  cleanups.push(() => served.stop());
+/** Roster on this platform, the model writing `answer` in its pieces with pauses, replies streamed. */
+async function setUp(platform: FakePlatform, answer: { text: string; pieces: string[] }) {
+  const { user, served, cleanup } = await startChannelRoster(platform, { answer: { ...answer, pauseMs: 120 }, streaming: { afterMs: 200, everyMs } });
+  cleanups.push(cleanup);
   return { user, served };
 }
 

@@ -1,11 +1,6 @@
-import { serveChannel } from '@roster/channels';
-import { parseConfig } from '@roster/config';
-import { testInstallationKey } from '@roster/config/testing';
-import { openTestDatabase } from '@roster/db/testing';
-import { createRuntime } from '@roster/runtime';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeSlack } from '../packages/channel-slack/src/fake-slack.js';
-import { startFakeOpenAi } from './support/fake-openai.js';
+import { startChannelRoster } from './support/channel-roster.js';
 
 /**
  * A model answers in Markdown; Slack reads mrkdwn. The reply goes from a
@@ -41,20 +36,10 @@ const mrkdwn = [
 
 describe('a Markdown reply on Slack', () => {
   it('arrives at Slack in mrkdwn, escaped, with the link made from Markdown the only <…>', async () => {
-    const model = await startFakeOpenAi(() => ({ text: markdown }));
-    cleanups.push(() => model.close());
-    const test = await openTestDatabase();
-    cleanups.push(() => test.cleanup());
-    const runtime = await createRuntime({ config: parseConfig({}), database: test.database, key: testInstallationKey });
-    const { directory } = runtime.core;
-    await directory.addAgent({ name: 'Writer', job: 'writes plans', engine: model.engine });
-    const person = await directory.addPerson({ name: 'Pia' });
     const slack = await startFakeSlack();
     cleanups.push(() => slack.close());
-    const user = slack.user(1);
-    await directory.linkIdentity(person.id, 'slack', user.id, user.name);
-    const served = await serveChannel({ adapter: slack.adapter, core: runtime.core, streaming: false });
-    cleanups.push(() => served.stop());
+    const { test, user, served, cleanup } = await startChannelRoster(slack, { answer: { text: markdown }, streaming: false });
+    cleanups.push(cleanup);
 
     await slack.deliver({ chat: 'dm', from: user, text: 'what is the plan?' });
     await served.settled();
