@@ -65,11 +65,43 @@ function parseOptions(args: readonly string[]): Options {
  * Counts what the product sends to Postgres, at the Database layer: each
  * statement a transaction's function runs, plus the statements the layer
  * itself sends around it (packages/db/src/database.ts: begin, `set local
- * role`, the scope's `set_config`, commit). Every call is passed on as it is.
+ * role`, the scope's `set_config` in one round trip, then commit). Every call
+ * is passed on as it is.
  */
 interface StatementCounter {
   statements: number;
   transactions: number;
+  /** While set, each statement's time by its opening words, and the whole time of each transaction. */
+  timings?: StatementTimings;
+}
+
+interface StatementTimings {
+  statements: Map<string, { calls: number; ms: number }>;
+  /** Time inside the layer's transactions (and `query`), statements included. */
+  transactionMs: number;
+}
+
+/** A statement's opening words, as its row in the table of where a turn's time goes. */
+function statementLabel(text: string): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length <= 60 ? flat : `${flat.slice(0, 57)}…`;
+}
+
+async function timed<T>(timings: StatementTimings | undefined, label: string | null, run: () => Promise<T>): Promise<T> {
+  if (timings === undefined) return run();
+  const started = performance.now();
+  try {
+    return await run();
+  } finally {
+    const ms = performance.now() - started;
+    if (label === null) timings.transactionMs += ms;
+    else {
+      const entry = timings.statements.get(label) ?? { calls: 0, ms: 0 };
+      entry.calls += 1;
+      entry.ms += ms;
+      timings.statements.set(label, entry);
+    }
+  }
 }
 
 const layerStatements = { withScope: 4, adminScope: 3, ownerScope: 2, query: 3 } as const;
@@ -80,7 +112,7 @@ function countStatements(database: Database, counter: StatementCounter): Databas
       ...tx,
       query: (text: string, params?: readonly unknown[]) => {
         counter.statements += 1;
-        return tx.query(text, params);
+        return timed(counter.timings, statementLabel(text), () => tx.query(text, params));
       },
     }) as T;
   const open = (kind: keyof typeof layerStatements) => {
@@ -92,21 +124,21 @@ function countStatements(database: Database, counter: StatementCounter): Databas
     location: database.location,
     withScope: (scope, fn) => {
       open('withScope');
-      return database.withScope(scope, (tx) => fn(counted<ScopedTransaction>(tx)));
+      return timed(counter.timings, null, () => database.withScope(scope, (tx) => fn(counted<ScopedTransaction>(tx))));
     },
     adminScope: (reason, fn) => {
       open('adminScope');
-      return database.adminScope(reason, (tx) => fn(counted(tx)));
+      return timed(counter.timings, null, () => database.adminScope(reason, (tx) => fn(counted(tx))));
     },
     ownerScope: (reason, fn) => {
       open('ownerScope');
-      return database.ownerScope(reason, (tx) => fn(counted(tx)));
+      return timed(counter.timings, null, () => database.ownerScope(reason, (tx) => fn(counted(tx))));
     },
     ownerSession: (reason, fn) => database.ownerSession(reason, (session) => fn(counted(session))),
     query: (text, params) => {
       open('query');
       counter.statements += 1;
-      return database.query(text, params);
+      return timed(counter.timings, null, () => timed(counter.timings, statementLabel(text), () => database.query(text, params)));
     },
     info: () => database.info(),
     close: () => database.close(),
@@ -129,6 +161,8 @@ interface RunResult {
   seconds: number;
   statements: number;
   transactions: number;
+  /** One conversation through core.handle only: where its time went, statement by statement. */
+  timings?: StatementTimings;
 }
 
 /** Engines that time themselves: the offline engine, with its tools timed apart. */
@@ -312,6 +346,9 @@ async function measure(fixture: Fixture, kind: 'embedded' | 'server', facts: num
   const turns: TurnRecord[] = [];
   const statementsBefore = fixture.counter.statements;
   const transactionsBefore = fixture.counter.transactions;
+  // Timed statement by statement only when turns do not overlap, so that each statement's time is its own.
+  const timings: StatementTimings | undefined = door === 'core.handle' && concurrency === 1 ? { statements: new Map(), transactionMs: 0 } : undefined;
+  fixture.counter.timings = timings;
   const started = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async (_, conversation) => {
@@ -328,7 +365,9 @@ async function measure(fixture: Fixture, kind: 'embedded' | 'server', facts: num
     }),
   );
   const seconds = (performance.now() - started) / 1000;
+  fixture.counter.timings = undefined;
   return {
+    ...(timings === undefined ? {} : { timings }),
     database: kind,
     facts,
     door,
@@ -372,6 +411,32 @@ export async function run(args: readonly string[]): Promise<BenchmarkReport> {
   return buildReport(results, options, kinds.includes('server'));
 }
 
+/** The statements that take most of a turn's time, per fact count: ms and calls per turn. */
+function timeTable(runs: RunResult[]): ResultTable {
+  const perTurn = (run: RunResult, ms: number) => ms / run.turns.length;
+  const largest = runs[runs.length - 1]!;
+  const labels = [...largest.timings!.statements.entries()].sort((a, b) => b[1].ms - a[1].ms).slice(0, 14).map(([label]) => label);
+  const cell = (run: RunResult, label: string) => {
+    const entry = run.timings!.statements.get(label);
+    return entry === undefined ? '–' : `${formatMs(perTurn(run, entry.ms))} (${(entry.calls / run.turns.length).toFixed(2)})`;
+  };
+  const statementMs = (run: RunResult) => [...run.timings!.statements.values()].reduce((sum, entry) => sum + entry.ms, 0);
+  const otherMs = (run: RunResult) =>
+    [...run.timings!.statements.entries()].filter(([label]) => !labels.includes(label)).reduce((sum, [, entry]) => sum + entry.ms, 0);
+  const turnMs = (run: RunResult) => run.turns.reduce((sum, turn) => sum + turn.ms, 0);
+  return {
+    title: 'Where a turn’s time goes: the embedded database, core.handle, one conversation; ms per turn (calls per turn) of each statement, by its opening words, the largest at the most facts first',
+    columns: ['statement', ...runs.map((run) => `${formatCount(run.facts)} facts`)],
+    rows: [
+      ...labels.map((label) => [`\`${label.replaceAll('`', "'").replaceAll('|', '\\|')}\``, ...runs.map((run) => cell(run, label))]),
+      ['every other statement', ...runs.map((run) => formatMs(perTurn(run, otherMs(run))))],
+      ['the layer around them: begin, role, scope settings, commit', ...runs.map((run) => formatMs(perTurn(run, run.timings!.transactionMs - statementMs(run))))],
+      ['outside the database (the core’s JavaScript, the engine)', ...runs.map((run) => formatMs(perTurn(run, turnMs(run) - run.timings!.transactionMs)))],
+      ['a whole turn, mean', ...runs.map((run) => formatMs(perTurn(run, turnMs(run))))],
+    ],
+  };
+}
+
 function formatCount(size: number): string {
   return size >= 1000 && size % 1000 === 0 ? `${size / 1000}k` : String(size);
 }
@@ -398,6 +463,8 @@ function buildReport(results: RunResult[], options: Options, server: boolean): B
       ]),
   });
   const tables = [table('embedded'), ...(server ? [table('server')] : [])];
+  const timedRuns = results.filter((result) => result.database === 'embedded' && result.timings !== undefined);
+  if (timedRuns.length > 0) tables.push(timeTable(timedRuns));
   const goal = results.find((result) => result.database === 'embedded' && result.door === 'core.handle' && result.concurrency === 1 && result.facts === 10_000);
   const findings: string[] = [];
   if (goal !== undefined) {
@@ -426,16 +493,19 @@ function buildReport(results: RunResult[], options: Options, server: boolean): B
         `with its vector and audit event), a quarter \`what do you know about …\` (a recall), half plain talk; every turn ` +
         `stores the message, reads the agent's lessons, searches memory for the prompt, reads the history, runs the engine, ` +
         `stores the reply and writes the follow-up jobs to the outbox (no worker runs). *facts in scope*: synthetic ` +
-        `agent-wide facts (tests/bench/synthetic.ts) with hashing vectors, bulk-loaded before the turns; every person's private ` +
-        `scope reads them, so each conversation's search looks through that many facts (at 10k and more than 10,000 vectors ` +
-        `the vector arm goes through HNSW, as search's exactBelow default says).`,
+        `agent-wide facts (tests/bench/synthetic.ts) with hashing vectors, bulk-loaded before the turns and analyzed as the ` +
+        `vacuum job does; every person's private scope reads them, so each conversation's search looks through that many ` +
+        `facts (at 10k the scope is all of the table's vectors, so the vector arm goes through HNSW: search's \`prefersGraph\`; ` +
+        `at 1k it scans them exactly). *Where a turn's time goes* times each statement from JavaScript, as the counter ` +
+        `sees it (its round trip included), in the one-conversation core.handle rows only, so that no two turns overlap.`,
       `*core.handle* calls the core in process, as the web route does; *POST /api/chat* is the real server (Fastify) on ` +
         `loopback (a new connection per request), a signed-in session cookie and CSRF header per person, the whole event stream read. At least ` +
         `${options.turns} turns per row (each conversation at least 2), after ${warmUpTurns} warm-up turns per door. ` +
         `*core share* is a turn's time less the engine's own time (the offline engine's \`run\` less the memory tools it ` +
         `called, which are the core's work); the offline engine needs no model, so almost all of a turn is the core's. ` +
         `*SQL statements per turn* are counted by a wrapper around the Database (each statement a transaction runs, plus ` +
-        `begin, \`set local role\`, the scope's settings and commit that the layer sends around it), divided by the turns of the row.`,
+        `begin, \`set local role\`, the scope's settings and commit that the layer sends around it; the first three go in one ` +
+        `round trip), divided by the turns of the row.`,
       `The embedded database is one PGlite session in the benchmark's process: concurrent conversations take turns on it, ` +
         `so latency grows with the conversations at once while turns per second stay about flat.`,
     ],

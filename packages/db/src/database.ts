@@ -76,6 +76,11 @@ export interface Database {
   close(): Promise<void>;
 }
 
+/** A string as an SQL literal. */
+function literal(value: string): string {
+  return `'${value.replaceAll("'", "''")}'`;
+}
+
 /** What a scoped function may ask of the context it runs in. */
 const activeScope = new AsyncLocalStorage<{ database: object; scope: Scope | 'admin' }>();
 
@@ -116,19 +121,22 @@ export function createPoolDatabase(options: PoolDatabaseOptions): Database {
       ensureOpen();
       refuseNesting();
       const checked = assertScope(scope);
-      return transaction(pool, async (client) => {
-        await client.query('set local role roster_app');
-        await client.query(
-          `select set_config('roster.agent_id', $1, true), set_config('roster.person_id', $2, true),
-                  set_config('roster.audience', $3, true), set_config('roster.conversation_id', $4, true)`,
-          [checked.agentId, checked.personId ?? '', checked.audience, checked.conversationId ?? ''],
-        );
-        const tx: ScopedTransaction = {
-          scope: checked,
-          query: (text, params) => client.query(text, params as unknown[]),
-        };
-        return activeScope.run({ database, scope: checked }, () => fn(tx));
-      });
+      // The values are checked uuids and a known audience; quoted all the same. Sent with BEGIN, in one round trip.
+      const opening =
+        `set local role roster_app; select set_config('roster.agent_id', ${literal(checked.agentId)}, true), ` +
+        `set_config('roster.person_id', ${literal(checked.personId ?? '')}, true), set_config('roster.audience', ${literal(checked.audience)}, true), ` +
+        `set_config('roster.conversation_id', ${literal(checked.conversationId ?? '')}, true)`;
+      return transaction(
+        pool,
+        async (client) => {
+          const tx: ScopedTransaction = {
+            scope: checked,
+            query: (text, params) => client.query(text, params as unknown[]),
+          };
+          return activeScope.run({ database, scope: checked }, () => fn(tx));
+        },
+        opening,
+      );
     },
 
     async adminScope(reason, fn) {
@@ -136,11 +144,14 @@ export function createPoolDatabase(options: PoolDatabaseOptions): Database {
       refuseNesting();
       if (reason.trim() === '') throw new RosterError('admin_reason_missing', 'adminScope needs a reason that names the tool using it.');
       options.onAdmin?.(reason);
-      return transaction(pool, async (client) => {
-        await client.query('set local role roster_ops');
-        const tx: Transaction = { query: (text, params) => client.query(text, params as unknown[]) };
-        return activeScope.run({ database, scope: 'admin' }, () => fn(tx));
-      });
+      return transaction(
+        pool,
+        async (client) => {
+          const tx: Transaction = { query: (text, params) => client.query(text, params as unknown[]) };
+          return activeScope.run({ database, scope: 'admin' }, () => fn(tx));
+        },
+        'set local role roster_ops',
+      );
     },
 
     async ownerScope(reason, fn) {
@@ -176,10 +187,7 @@ export function createPoolDatabase(options: PoolDatabaseOptions): Database {
     async query(text, params) {
       ensureOpen();
       refuseNesting();
-      return transaction(pool, async (client) => {
-        await client.query('set local role roster_app');
-        return client.query(text, params as unknown[]);
-      });
+      return transaction(pool, (client) => client.query(text, params as unknown[]), 'set local role roster_app');
     },
 
     async info() {

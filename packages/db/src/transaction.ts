@@ -26,17 +26,24 @@ export function isConnectionLost(error: unknown): boolean {
   return typeof message === 'string' && /Connection terminated|is not queryable|connection error/i.test(message);
 }
 
-/** Run `fn` between BEGIN and COMMIT on one pooled client; ROLLBACK on any error. */
-export async function transaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+/**
+ * Run `fn` between BEGIN and COMMIT on one pooled client; ROLLBACK on any
+ * error. `opening` (statements without parameters, such as the role and the
+ * scope's settings) is sent with BEGIN in one round trip: every scope pays
+ * for them, and each round trip to the embedded database costs about as much
+ * as a small statement.
+ */
+export async function transaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>, opening?: string): Promise<T> {
   const client = await pool.connect();
   let broken = false;
   try {
-    await client.query('begin');
     try {
+      await client.query(opening === undefined ? 'begin' : `begin; ${opening}`);
       const result = await fn(client);
       await client.query('commit');
       return result;
     } catch (error) {
+      // A failed opening leaves the transaction open and aborted: it is rolled back like any other.
       try {
         await client.query('rollback');
       } catch {
