@@ -111,11 +111,17 @@ export class ConversationStore {
     },
   ): Promise<{ id: string; duplicate: boolean }> {
     const redacted = redactSecrets(message.text);
+    // The conversation's last message time moves with the message, in the same statement.
     const { rows } = await tx.query<{ id: string }>(
-      `insert into messages (conversation_id, external_id, role, person_id, agent_id, content, redacted, untrusted, visibility)
-       values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-       on conflict (conversation_id, external_id) do nothing
-       returning id`,
+      `with inserted as (
+         insert into messages (conversation_id, external_id, role, person_id, agent_id, content, redacted, untrusted, visibility)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+         on conflict (conversation_id, external_id) do nothing
+         returning id
+       ), touched as (
+         update conversations set last_message_at = now() where id = $1 and exists (select 1 from inserted)
+       )
+       select id from inserted`,
       [
         message.conversationId,
         message.externalId,
@@ -128,10 +134,7 @@ export class ConversationStore {
         message.visibility,
       ],
     );
-    if (rows[0] !== undefined) {
-      await tx.query('update conversations set last_message_at = now() where id = $1', [message.conversationId]);
-      return { id: rows[0].id, duplicate: false };
-    }
+    if (rows[0] !== undefined) return { id: rows[0].id, duplicate: false };
     const existing = await tx.query<{ id: string }>('select id from messages where conversation_id = $1 and external_id = $2', [
       message.conversationId,
       message.externalId,

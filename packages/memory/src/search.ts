@@ -278,10 +278,7 @@ async function vectorArm(
     sizes?.set(tableKey, table, false);
   }
   const exact = size <= limit && !(exactBelow === undefined && prefersGraph(size, table));
-  if (exact) {
-    // A small scope: scan it exactly rather than ask the graph.
-    await tx.query(`select set_config('enable_indexscan', 'off', true)`);
-  } else {
+  if (!exact) {
     // HNSW filters after the index scan; iterative scans keep going until the
     // scope filter has let enough rows through. Sorting is discouraged so that
     // the planner walks the graph instead of sorting the scope.
@@ -291,15 +288,17 @@ async function vectorArm(
       [String(Math.min(Math.max(candidates, minimumGraphCandidates), 1000))],
     );
   }
+  // A small scope is scanned exactly rather than asked of the graph: ordered by the distance plus
+  // nothing, which no index offers, so the planner sorts the scope's rows (found by their own index).
   const { rows } = await tx.query<{ id: string; distance: number }>(
     `select fe.fact_id as id, ${expression} <=> $1::vector(${dimensions}) as distance
      from fact_embeddings fe
      where fe.model = $2 and fe.searchable
-     order by ${expression} <=> $1::vector(${dimensions})
+     order by ${exact ? `(${expression} <=> $1::vector(${dimensions})) + 0` : `${expression} <=> $1::vector(${dimensions})`}
      limit $3`,
     [toSql(queryVector), embedder.model, exact ? candidates : Math.max(candidates, minimumGraphCandidates)],
   );
-  await tx.query(`select set_config('enable_indexscan', 'on', true), set_config('enable_sort', 'on', true)`);
+  if (!exact) await tx.query(`select set_config('enable_sort', 'on', true)`);
   // relaxed_order may return neighbours slightly out of order.
   const sorted = rows.map((row) => ({ id: row.id, distance: Number(row.distance) })).sort((a, b) => a.distance - b.distance);
   return sorted.map((row, index) => ({ id: row.id, rank: index + 1, value: row.distance }));
