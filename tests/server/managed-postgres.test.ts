@@ -5,6 +5,7 @@ import { testInstallationKey } from '@roster/config/testing';
 import { createRuntime } from '@roster/runtime';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { requireServerUrl } from '../support/installation.js';
 
 /**
  * Roster on a server Postgres as a managed service hands it out: the role in
@@ -14,11 +15,7 @@ import { afterAll, describe, expect, it } from 'vitest';
  * (an administrator's connection to a Postgres with pgvector); `npm test` has
  * no server with pgvector to try, and leaves this suite out rather than skip it.
  */
-const adminUrl = process.env.TEST_DATABASE_URL;
-if (adminUrl === undefined || adminUrl === '') {
-  // This suite exists to try a server: without one it fails, it does not pass by trying nothing.
-  throw new Error('npm run test:server needs TEST_DATABASE_URL: an administrator\'s connection to a Postgres with pgvector (see docs/operations.md, "Roles and grants").');
-}
+const adminUrl = requireServerUrl();
 
 const cleanups: Array<() => Promise<void>> = [];
 afterAll(async () => {
@@ -41,17 +38,17 @@ describe('a managed Postgres, as a plain role', () => {
     const role = `roster_main_${suffix}`;
     const name = `roster_managed_${suffix}`;
     const password = randomUUID();
-    await admin(adminUrl!, async (client) => {
+    await admin(adminUrl, async (client) => {
       await client.query(`create role ${role} login password '${password}' nosuperuser createrole nobypassrls`);
       await client.query(`create database ${name} owner ${role}`);
     });
     cleanups.push(() =>
-      admin(adminUrl!, async (client) => {
+      admin(adminUrl, async (client) => {
         await client.query(`drop database if exists ${name} with (force)`);
         await client.query(`drop role if exists ${role}`);
       }),
     );
-    const databaseUrl = new URL(adminUrl!);
+    const databaseUrl = new URL(adminUrl);
     databaseUrl.pathname = `/${name}`;
     await admin(databaseUrl.toString(), (client) => client.query('create extension if not exists vector'));
     const asRole = new URL(databaseUrl);
@@ -76,7 +73,7 @@ describe('a managed Postgres, as a plain role', () => {
     expect((await say('Scout', 'what do you know about bike')).replies[0]?.text).toBe("I don't know anything about bike yet.");
     expect(scout.id).not.toBe(coder.id);
 
-    const attributes = await admin(adminUrl!, async (client) =>
+    const attributes = await admin(adminUrl, async (client) =>
       (await client.query<{ rolsuper: boolean; rolbypassrls: boolean }>('select rolsuper, rolbypassrls from pg_roles where rolname = $1', [role])).rows[0],
     );
     expect(attributes).toEqual({ rolsuper: false, rolbypassrls: false });

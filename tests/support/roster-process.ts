@@ -93,6 +93,20 @@ export function startRoster(args: string[], env: Record<string, string>, options
   };
 }
 
+/**
+ * End a long-running command if it still runs, as a test's cleanup: SIGTERM,
+ * then SIGKILL when it has not ended within 10 s.
+ */
+export async function endRoster(roster: RunningRoster): Promise<void> {
+  if (roster.child.exitCode !== null || roster.child.signalCode !== null) return;
+  const timer = setTimeout(() => roster.child.kill('SIGKILL'), 10_000);
+  try {
+    await roster.stop();
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** A loopback port nobody listens on right now. */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -29,26 +29,9 @@ export async function openTestDatabase(options: { migrate?: boolean; serverUrl?:
   if (serverUrl === undefined || serverUrl === '') {
     database = await openImage(await embeddedImage(options.migrate !== false));
   } else {
-    const name = `roster_test_${randomUUID().replaceAll('-', '')}`;
-    const admin = new pg.Client({ connectionString: serverUrl });
-    await admin.connect();
-    try {
-      await admin.query(`create database ${name}`);
-    } finally {
-      await admin.end();
-    }
-    const url = new URL(serverUrl);
-    url.pathname = `/${name}`;
-    database = await openServerDatabase(url.toString());
-    dropDatabase = async () => {
-      const dropper = new pg.Client({ connectionString: serverUrl });
-      await dropper.connect();
-      try {
-        await dropper.query(`drop database if exists ${name} with (force)`);
-      } finally {
-        await dropper.end();
-      }
-    };
+    const created = await createTestServerDatabase(serverUrl);
+    database = await openServerDatabase(created.url);
+    dropDatabase = created.drop;
   }
   if (options.migrate !== false) await migrate(database);
   return {
@@ -59,6 +42,37 @@ export async function openTestDatabase(options: { migrate?: boolean; serverUrl?:
       await dropDatabase();
     },
   };
+}
+
+/** A database made for one test on a server Postgres: its URL, and how to drop it. */
+export interface TestServerDatabase {
+  name: string;
+  /** `serverUrl` with this database's name in place of the one it named. */
+  url: string;
+  /** Drops the database, closing any connection still open to it. */
+  drop(): Promise<void>;
+}
+
+/**
+ * A new, empty database on the server `serverUrl` names (an administrator's
+ * connection, such as TEST_DATABASE_URL), named `roster_test_…`: for a test
+ * that opens it itself or hands its URL to `roster` as DATABASE_URL.
+ */
+export async function createTestServerDatabase(serverUrl: string): Promise<TestServerDatabase> {
+  const name = `roster_test_${randomUUID().replaceAll('-', '')}`;
+  const administer = async (statement: string) => {
+    const admin = new pg.Client({ connectionString: serverUrl });
+    await admin.connect();
+    try {
+      await admin.query(statement);
+    } finally {
+      await admin.end();
+    }
+  };
+  await administer(`create database ${name}`);
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return { name, url: url.toString(), drop: () => administer(`drop database if exists ${name} with (force)`) };
 }
 
 /** An in-memory embedded database started from an image of a data folder. */
