@@ -19,6 +19,7 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   page: () => import('./page.js'),
   whatsapp: () => import('./whatsapp.js'),
   soak: () => import('./soak.js'),
+  scale: () => import('./scale.js'),
 };
 
 const documentPath = fileURLToPath(new URL('../../docs/benchmarks.md', import.meta.url));
