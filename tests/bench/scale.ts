@@ -18,16 +18,15 @@
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { createDirectory } from '@roster/core';
 import { makeClusterTemplate } from '@roster/db/testing';
-import { createLoginLink } from '@roster/server';
 import { embeddedInstallation, serverInstallation, type TestInstallation } from '../support/installation.js';
 import { endRoster, runRoster, startListening, type RunningRoster } from '../support/roster-process.js';
 import { formatMs, percentile, progress, type BenchmarkReport, type ResultTable } from './report.js';
 import { createFact, createRandom, createVocabulary, paraphrase } from './synthetic.js';
+import { chat, signIn, type WebSession } from './web.js';
 
 export const title = 'Scale: turns per second with one and with two roster start on one database';
 
@@ -126,41 +125,9 @@ function countCores(installation: TestInstallation, rosterPids: number[]): () =>
 }
 
 /** A signed-in person and the server their conversation goes to. */
-interface Speaker {
+/** A signed-in person and the server their conversation goes to. */
+interface Speaker extends WebSession {
   address: string;
-  cookie: string;
-  csrfToken: string;
-}
-
-/**
- * One POST on a connection of its own (no keep-alive: a pooled socket the
- * server closed while idle would fail the next turn), the whole body read.
- */
-function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
-  return new Promise((resolve, reject) => {
-    const payload = JSON.stringify(body);
-    const request = http.request(
-      url,
-      { method: 'POST', agent: false, headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) } },
-      (response) => {
-        let text = '';
-        response.setEncoding('utf8');
-        response.on('data', (chunk: string) => (text += chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: text }));
-        response.on('error', reject);
-      },
-    );
-    request.on('error', reject);
-    request.end(payload);
-  });
-}
-
-/** One turn; rejects unless the agent answered. */
-async function say(speaker: Speaker, text: string): Promise<void> {
-  const response = await post(`${speaker.address}/api/chat`, { agent: 'Scout', message: text }, { cookie: speaker.cookie, 'x-csrf-token': speaker.csrfToken });
-  if (response.status !== 200 || !response.body.includes('event: turn-end') || !response.body.includes('event: done')) {
-    throw new Error(`POST ${speaker.address}/api/chat answered ${response.status}: ${response.body.slice(0, 300)}`);
-  }
 }
 
 /** What a conversation says at its turn `turn`: a quarter remember, a quarter ask about what it said, half talk about it. */
@@ -207,11 +174,8 @@ async function openFixture(kind: Kind, processes: number): Promise<Fixture> {
       servers,
       async speaker(index) {
         const person = await directory.addPerson({ name: `Person ${(people += 1)}` });
-        const { token } = await createLoginLink(database, person.id);
         const address = servers[index % servers.length]!.address;
-        const login = await post(`${address}/api/login`, { token });
-        if (login.status !== 200) throw new Error(`signing in failed: ${login.status} ${login.body}`);
-        return { address, cookie: String(login.headers['set-cookie']?.[0]).split(';')[0]!, csrfToken: (JSON.parse(login.body) as { csrfToken: string }).csrfToken };
+        return { address, ...(await signIn(database, address, person.id)) };
       },
       async close() {
         await database.close();
@@ -240,7 +204,7 @@ async function measure(fixture: Fixture, kind: Kind, processes: number, concurre
       for (let turn = 0; turn < perConversation; turn += 1) {
         const text = messageFor(random, vocabulary, known, `c${conversation} t${turn}`, turn);
         const before = performance.now();
-        await say(speaker, text);
+        await chat(speaker.address, speaker, { agent: 'Scout', message: text });
         turns.push(performance.now() - before);
       }
     }),
@@ -263,7 +227,7 @@ export async function run(args: readonly string[]): Promise<BenchmarkReport> {
       try {
         for (let server = 0; server < processes; server += 1) {
           const speaker = await fixture.speaker(server);
-          for (let turn = 0; turn < warmUpTurns; turn += 1) await say(speaker, `warming up, turn ${turn}`);
+          for (let turn = 0; turn < warmUpTurns; turn += 1) await chat(speaker.address, speaker, { agent: 'Scout', message: `warming up, turn ${turn}` });
         }
         for (const concurrency of options.concurrency) {
           const result = await measure(fixture, kind, processes, concurrency, options);

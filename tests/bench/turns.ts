@@ -14,7 +14,6 @@
  * Options: `--facts=0,1000,10000`, `--concurrency=1,10,50`, `--turns=80`
  * (turns per run at least; each conversation says at least 2).
  */
-import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createLogger, parseConfig } from '@roster/config';
 import { testInstallationKey } from '@roster/config/testing';
@@ -24,10 +23,11 @@ import { openTestDatabase } from '@roster/db/testing';
 import { createOfflineEngine } from '@roster/engines';
 import { createHashingEmbedder } from '@roster/memory';
 import { createRuntime, type Runtime } from '@roster/runtime';
-import { createLoginLink, createServer } from '@roster/server';
+import { createServer } from '@roster/server';
 import { bulkLoadFacts } from './bulk-load.js';
 import { formatMs, mean, percentile, progress, type BenchmarkReport, type ResultTable } from './report.js';
 import { createFact, createRandom, createVocabulary, paraphrase } from './synthetic.js';
+import { chat, signIn, type WebSession } from './web.js';
 
 export const title = 'Turns: latency, throughput and the core’s share of a conversation turn';
 
@@ -228,7 +228,7 @@ interface Fixture {
   records: Map<string, TurnRecord>;
   people: Record<Door, Person[]>;
   /** Signed-in sessions of the HTTP door's people. */
-  sessions: Array<{ cookie: string; csrfToken: string }>;
+  sessions: WebSession[];
   base: string;
   known: string[];
   close(): Promise<void>;
@@ -275,14 +275,8 @@ async function openFixture(kind: 'embedded' | 'server', facts: number, people: n
   const app = await createServer({ config, database, runtime, redisUrl, logger: createLogger(config), key: testInstallationKey });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-  const sessions: Fixture['sessions'] = [];
-  for (const person of http) {
-    const { token } = await createLoginLink(raw, person.id);
-    const response = await post(`${base}/api/login`, { token });
-    if (response.status !== 200) throw new Error(`login failed: ${response.status} ${response.body}`);
-    const cookie = String(response.headers['set-cookie']?.[0]).split(';')[0]!;
-    sessions.push({ cookie, csrfToken: (JSON.parse(response.body) as { csrfToken: string }).csrfToken });
-  }
+  const sessions: WebSession[] = [];
+  for (const person of http) sessions.push(await signIn(raw, base, person.id));
   return {
     runtime,
     database,
@@ -299,29 +293,6 @@ async function openFixture(kind: 'embedded' | 'server', facts: number, people: n
   };
 }
 
-/**
- * One POST on a connection of its own (no keep-alive: a pooled socket the
- * server closed while idle would fail the next turn), the whole body read.
- */
-function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
-  return new Promise((resolve, reject) => {
-    const payload = JSON.stringify(body);
-    const request = http.request(
-      url,
-      { method: 'POST', agent: false, headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) } },
-      (response) => {
-        let text = '';
-        response.setEncoding('utf8');
-        response.on('data', (chunk: string) => (text += chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: text }));
-        response.on('error', reject);
-      },
-    );
-    request.on('error', reject);
-    request.end(payload);
-  });
-}
-
 /** One turn through a door; rejects unless the agent answered. */
 async function sayThrough(fixture: Fixture, door: Door, conversation: number, text: string): Promise<void> {
   if (door === 'core.handle') {
@@ -331,12 +302,7 @@ async function sayThrough(fixture: Fixture, door: Door, conversation: number, te
     if (result.replies.length !== 1) throw new Error(`core.handle gave ${result.replies.length} replies: ${result.notice ?? ''}`);
     return;
   }
-  const session = fixture.sessions[conversation]!;
-  const response = await post(`${fixture.base}/api/chat`, { message: text }, { cookie: session.cookie, 'x-csrf-token': session.csrfToken });
-  const body = response.body;
-  if (response.status !== 200 || !body.includes('event: turn-end') || !body.includes('event: done')) {
-    throw new Error(`POST /api/chat answered ${response.status}: ${body.slice(0, 300)}`);
-  }
+  await chat(fixture.base, fixture.sessions[conversation]!, { message: text });
 }
 
 async function measure(fixture: Fixture, kind: 'embedded' | 'server', facts: number, door: Door, concurrency: number, options: Options): Promise<RunResult> {
