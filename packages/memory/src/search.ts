@@ -113,17 +113,17 @@ const defaultExactBelow = 10_000;
  * scans). Measured on the embedded database at 10,000 facts: a scope of all
  * of them takes the graph 2 ms against 11 ms for the scan, a tenth of them 20
  * against 7 (docs/benchmarks.md, turns and retrieval). The graph wins roughly
- * when size × share > 2,000. `tableRows` is the planner's estimate (-1 before
- * the table was first analyzed: then the size alone decides, as before).
+ * when size × share > 2,000 (so never for a scope of 2,000 vectors or fewer).
+ * `tableRows` is the planner's estimate (-1 before the table was first
+ * analyzed: then the size alone decides, as before).
  */
-export function prefersGraph(size: number, tableRows: number): boolean {
-  if (!(tableRows > 0) || size < graphFromVectors) return false;
-  const share = Math.min(1, size / tableRows);
-  return size * share > graphFromVectors;
+function prefersGraph(size: number, tableRows: number): boolean {
+  if (!(tableRows > 0)) return false;
+  return size * Math.min(1, size / tableRows) > graphWork;
 }
 
-/** No scope smaller than this goes through the graph unless asked (see `prefersGraph`). */
-const graphFromVectors = 2_000;
+/** Size × share of the table above which the graph is sooner than a scan (see `prefersGraph`). */
+const graphWork = 2_000;
 
 /** The vector arm asks the graph for at least this many neighbours: fewer stops the scan too early. */
 const minimumGraphCandidates = 100;
