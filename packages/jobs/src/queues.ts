@@ -1,5 +1,6 @@
 import { Queue, type ConnectionOptions, type JobsOptions, type RedisOptions } from 'bullmq';
 import { z } from 'zod';
+import { ClosingSafeConnection } from './connection.js';
 
 /** Every job Roster runs, one queue each, so that Bull Board shows them apart. */
 export const jobNames = ['fade', 'harvest', 'mirror', 'review', 'extract', 'embed', 'episodes', 'erase', 'vacuum'] as const;
@@ -78,7 +79,7 @@ export function createQueues(connection: ConnectionOptions, prefix = '{roster}',
   const producer = producerConnection(connection);
   const queues = Object.fromEntries(
     jobNames.map((name) => {
-      const queue = new Queue(name, { connection: producer, prefix, defaultJobOptions });
+      const queue = new Queue(name, { connection: producer, prefix, defaultJobOptions }, ClosingSafeConnection);
       queue.on('error', onError);
       return [name, queue];
     }),

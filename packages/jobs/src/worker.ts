@@ -2,6 +2,7 @@ import type { Logger } from '@roster/config';
 import { RosterError } from '@roster/errors';
 import { QueueEvents, UnrecoverableError, WaitingError, Worker, type ConnectionOptions, type Job, type RedisOptions } from 'bullmq';
 import { Redis as IORedis } from 'ioredis';
+import { ClosingSafeConnection } from './connection.js';
 import { handlers, type JobDependencies } from './handlers.js';
 import { runAsJob } from './job-context.js';
 import { createQueues, jobNames, payloadSchemas, type JobName, type QueueSet } from './queues.js';
@@ -129,7 +130,7 @@ export async function startJobWorker(options: JobWorkerOptions): Promise<JobWork
         lockDuration: options.lockDurationMs ?? 30_000,
         stalledInterval: options.stalledIntervalMs ?? 30_000,
         maxStalledCount: 2,
-      }),
+      }, ClosingSafeConnection),
   );
   for (const worker of workers) {
     worker.on('failed', (job, error) => log?.warn({ queue: worker.name, job: job?.id, err: error }, 'job failed'));
@@ -170,8 +171,10 @@ export async function runJobNow(
   const parsed = payloadSchemas[name].safeParse(payload);
   if (!parsed.success) throw new RosterError('job_payload_invalid', `Bad options for ${name}: ${parsed.error.message}`);
   const queues = createQueues(connection, options.prefix);
-  const events = options.wait === true ? new QueueEvents(name, { connection, prefix: queues.prefix }) : undefined;
+  const events = options.wait === true ? new QueueEvents(name, { connection, prefix: queues.prefix }, ClosingSafeConnection) : undefined;
   try {
+    // A connection dropped while waiting is retried by QueueEvents itself; the wait's own timeout bounds it.
+    events?.on('error', () => {});
     if (events !== undefined) await events.waitUntilReady();
     const job = await queues.queues[name].add(name, parsed.data, { attempts: 1 });
     if (events === undefined) return { id: job.id! };
