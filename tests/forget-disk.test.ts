@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { connectionFromUrl, createQueues, jobNames, type QueueSet } from '@roster/jobs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { scanFolder } from './support/folder-scan.js';
 import { runRoster, startRoster, tempDataDir } from './support/roster-process.js';
 
 /**
@@ -10,8 +11,9 @@ import { runRoster, startRoster, tempDataDir } from './support/roster-process.js
  * database their old versions stay in the files of the data folder (dead
  * rows in table and index pages, the WAL) until the erase job rewrites them.
  * Everything goes through the `roster` command as a person runs it: two facts
- * told in chat, one forgotten in chat, a worker, `roster jobs run erase
- * --wait`. Then every process is stopped and every byte of every file of the
+ * told in chat, the vacuum job's ANALYZE (the planner samples column values
+ * into pg_statistic), one fact forgotten in chat, a worker, `roster jobs run
+ * erase --wait`. Then every process is stopped and every byte of every file of the
  * data folder is scanned. The scan after the forget and before any erase is
  * the positive control (the words are there); the other fact is the negative
  * one (still on disk after the erase, and still recalled).
@@ -31,45 +33,6 @@ afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
 
-/** ASCII letters folded to lower case: the words are ASCII, and a copy may be the typed form or a lower-cased one (normal form, lexeme). */
-function foldCase(bytes: Buffer): Buffer {
-  const folded = Buffer.from(bytes);
-  for (let index = 0; index < folded.length; index += 1) {
-    const byte = folded[index]!;
-    if (byte >= 0x41 && byte <= 0x5a) folded[index] = byte + 0x20;
-  }
-  return folded;
-}
-
-/** Every regular file under `dir`, at any depth. */
-function filesUnder(dir: string): string[] {
-  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) return filesUnder(full);
-    return entry.isFile() ? [full] : [];
-  });
-}
-
-/** The files of the data folder (relative paths) that hold `word` in any letter case, and how many bytes were read. */
-function scanFolder(dir: string, word: string): { files: string[]; bytes: number } {
-  const needle = Buffer.from(word.toLowerCase(), 'utf8');
-  let bytes = 0;
-  const files: string[] = [];
-  for (const file of filesUnder(dir)) {
-    let content: Buffer;
-    try {
-      content = fs.readFileSync(file);
-    } catch (error) {
-      // Removed since the listing (the database's pid file as its host stops): nothing left in it to find.
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue;
-      throw error;
-    }
-    bytes += content.length;
-    if (foldCase(content).includes(needle)) files.push(path.relative(dir, file));
-  }
-  return { files: files.sort(), bytes };
-}
-
 async function eventually<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -80,7 +43,7 @@ async function eventually<T>(check: () => Promise<T | undefined>, what: string, 
   }
 }
 
-/** Nine runs of the real process, each booting Node and the embedded database (about 30 s on an idle machine): room for a busy one. */
+/** Eleven runs of the real process, each booting Node and the embedded database (about 35 s on an idle machine): room for a busy one. */
 const manyProcesses = 180_000;
 
 describe('forgetting on the embedded database', () => {
@@ -105,6 +68,19 @@ describe('forgetting on the embedded database', () => {
     expect(await roster('chat', '--agent', 'Scout', `remember that ${keptFact}`)).toBe(`Noted: ${keptFact}`);
     // A reply that repeats the words: one more copy for the forget to reach.
     expect((await roster('chat', '--agent', 'Scout', 'what do you know about cafe')).split('\n')).toContain(`- ${forgottenFact}`);
+
+    // The vacuum job runs ANALYZE as the tables' owner while the words are live: the planner samples every column it keeps statistics on.
+    const analyser = startRoster(['worker'], env);
+    cleanups.push(async () => {
+      if (analyser.child.exitCode === null && analyser.child.signalCode === null) analyser.child.kill('SIGKILL');
+      await analyser.stop();
+    });
+    await analyser.waitForOutput(/worker is running/);
+    const vacuumed = JSON.parse(await roster('jobs', 'run', 'vacuum', '--wait', '--json')) as { result: { database: string; tables: number } };
+    expect(vacuumed.result).toMatchObject({ database: 'embedded', tables: expect.any(Number) });
+    expect(vacuumed.result.tables).toBeGreaterThan(10);
+    expect(await analyser.stop()).toBe(0);
+
     expect(await roster('chat', '--agent', 'Scout', `forget that ${forgottenFact}`)).toBe('Forgotten.');
 
     // Positive control: no process runs, no erase has, and the forgotten words are still in the files.

@@ -103,7 +103,9 @@ export function whatToDo(error: unknown): string {
  * Folders made before this model have their objects handed to it.
  *
  * Forgetting reaches the files too (the erase job). The bootstrap lets the
- * owner retire WAL segments (switch to a new one, checkpoint, list them), and
+ * owner retire WAL segments (switch to a new one, checkpoint, list them) and
+ * rewrite pg_statistic (pg_maintain: the planner's samples of rows a forget
+ * emptied stay in its pages until then), and
  * turns WAL recycling off for the session: a recycled segment is an old one
  * renamed for reuse, its old records still inside until overwritten, so a
  * forgotten fact's words would outlive every checkpoint. Without recycling a
@@ -121,6 +123,7 @@ begin
   end if;
   grant all on schema public to roster_owner;
   grant pg_checkpoint to roster_owner;
+  grant pg_maintain to roster_owner;
   grant execute on function pg_switch_wal(), pg_ls_waldir() to roster_owner;
   for item in
     select c.relname from pg_class c join pg_namespace n on n.oid = c.relnamespace

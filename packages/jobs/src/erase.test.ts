@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
-import { migrate, openEmbeddedDatabase, type Database, type Scope } from '@roster/db';
+import { defaultMigrationsDir, migrate, openEmbeddedDatabase, type Database, type Scope } from '@roster/db';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
 import { createHashingEmbedder, createMemory, type Memory, type Provenance } from '@roster/memory';
 import { testInstallationKey } from '@roster/memory/testing';
@@ -109,9 +109,114 @@ describe('the erase job', () => {
     expect(byHand.tables).not.toContain('agents');
   });
 
+  it('keeps no planner sample of words; a sample taken by hand is cleared by the next erase, and the other columns keep theirs', async () => {
+    const cafe = await tell(ada, 'my favourite cafe is Zephyrquokka Roasters');
+    const locker = await tell(ada, 'my locker code is Marzipanwombat');
+    /** Every value the planner keeps for the facts table's columns, as the owner reads it (pg_stats), in lower case. */
+    const samples = () =>
+      database.ownerSession('test: read the planner’s samples of facts', async (session) => {
+        // pg_stats hides the samples of a table that forces row-level security even from its owner: lift it for this read only.
+        await session.query('begin');
+        try {
+          await session.query('alter table facts no force row level security');
+          const { rows } = await session.query<{ attname: string; most_common_vals: string | null; histogram_bounds: string | null }>(
+            `select attname, most_common_vals::text, histogram_bounds::text from pg_stats where schemaname = current_schema() and tablename = 'facts'`,
+          );
+          return { columns: rows.map((row) => row.attname).sort(), text: JSON.stringify(rows).toLowerCase() };
+        } finally {
+          await session.query('rollback');
+        }
+      });
+    const analyze = () => database.ownerSession('test: analyze as the vacuum job does', (session) => session.query('analyze facts'));
+
+    await analyze();
+    const sampled = await samples();
+    // Positive control: ANALYZE ran and sampled the table's other columns.
+    expect(sampled.columns).toEqual(expect.arrayContaining(['agent_id', 'person_id', 'trust', 'category']));
+    expect(sampled.columns).not.toContain('content');
+    expect(sampled.columns).not.toContain('search_vector');
+    expect(sampled.text).not.toMatch(/zephyrquokka|marzipanwombat/);
+
+    // An operator turns the statistics of the content back on: ANALYZE copies the words into the catalog.
+    await database.ownerScope('test: turn statistics on by hand', (tx) => tx.query('alter table facts alter column content set statistics 100'));
+    await analyze();
+    expect((await samples()).text).toMatch(/zephyrquokka/);
+
+    await memory.forget(ada, cafe, said(ada));
+    const report = await eraseForgotten(database);
+    expect(report.statistics).toBeGreaterThanOrEqual(3);
+    const after = await samples();
+    expect(after.text).not.toMatch(/zephyrquokka/);
+    // The statistics are off again, and what was not forgotten is untouched.
+    await analyze();
+    expect((await samples()).text).not.toMatch(/zephyrquokka/);
+    expect(after.columns).toEqual(expect.arrayContaining(['agent_id', 'trust']));
+    expect((await memory.get(ada, locker)).content).toBe('my locker code is Marzipanwombat');
+  });
+
   it('leaves alone a name that is not a table holding people’s words', async () => {
     const report = await eraseForgotten(database, { tables: ['facts', 'agents', 'no_such_table'] });
     expect(report).toMatchObject({ tables: ['facts'], ignored: ['agents', 'no_such_table'], queued: 0 });
+  });
+});
+
+describe('an installation whose planner sampled words before this version', () => {
+  it('loses the samples at the upgrade, which queues an erase that takes them off', async () => {
+    const earlier = fs.mkdtempSync(path.join(os.tmpdir(), 'roster-migrations-'));
+    const upgraded = await openTestDatabase({ migrate: false });
+    try {
+      // The migrations before the one that turned the statistics of words off.
+      for (const name of fs.readdirSync(defaultMigrationsDir).filter((name) => name.endsWith('.sql') && name < '0025')) {
+        fs.copyFileSync(path.join(defaultMigrationsDir, name), path.join(earlier, name));
+      }
+      await migrate(upgraded.database, { dir: earlier });
+      const agent = await upgraded.database.adminScope('test: seed an agent and a person', async (tx) => ({
+        agentId: (await tx.query<{ id: string }>(`insert into agents (name, job) values ('Scout', 'finds things') returning id`)).rows[0]!.id,
+        personId: (await tx.query<{ id: string }>(`insert into people (name, role) values ('Ada', 'owner') returning id`)).rows[0]!.id,
+      }));
+      const scope: Scope = { ...agent, audience: 'private' };
+      const earlierMemory = createMemory({ database: upgraded.database, embedder: createHashingEmbedder(), key: testInstallationKey });
+      await earlierMemory.prepare();
+      const cafe = await earlierMemory.remember(scope, { content: 'my favourite cafe is Zephyrquokka Roasters', provenance: said(scope) });
+      await earlierMemory.remember(scope, { content: 'my locker code is Marzipanwombat', provenance: said(scope) });
+      const wordsSampled = (word: string) =>
+        upgraded.database.ownerSession('test: look for the words in the planner’s samples', async (session) => {
+          await session.query('begin');
+          try {
+            for (const table of ['facts', 'messages']) await session.query(`alter table ${table} no force row level security`);
+            const { rows } = await session.query<{ found: boolean }>(
+              `select exists (select 1 from pg_stats where schemaname = current_schema() and lower(coalesce(most_common_vals::text, '') || coalesce(histogram_bounds::text, '') || coalesce(most_common_elems::text, '')) like $1) as found`,
+              [`%${word}%`],
+            );
+            return rows[0]!.found;
+          } finally {
+            await session.query('rollback');
+          }
+        });
+      await upgraded.database.ownerSession('test: analyze as the vacuum job did', (session) => session.query('analyze facts'));
+      await earlierMemory.forget(scope, cafe.fact.id, said(scope));
+      // Positive control: before the upgrade ANALYZE had copied the words into the catalog, and the forget left them there.
+      expect(await wordsSampled('zephyrquokka')).toBe(true);
+
+      const report = await migrate(upgraded.database);
+      expect(report.applied.map((migration) => migration.name)).toEqual(['0025_statistics_without_words']);
+      expect(await wordsSampled('zephyrquokka')).toBe(false);
+      const pending = await upgraded.database.adminScope('test: the erase the upgrade queued', async (tx) =>
+        (await tx.query<{ payload: { tables: string[] } }>(`select payload from outbox where queue = 'erase' and dedupe_key = 'erase:pending'`)).rows,
+      );
+      expect(pending).toHaveLength(1);
+      expect(pending[0]!.payload.tables).toContain('facts');
+      const erased = await eraseForgotten(upgraded.database, { tables: pending[0]!.payload.tables });
+      expect(erased).toMatchObject({ queued: 1, tables: expect.arrayContaining(['facts']) });
+      // Analysed again: the words stay out.
+      await upgraded.database.ownerSession('test: analyze again', (session) => session.query('analyze facts'));
+      expect(await wordsSampled('zephyrquokka')).toBe(false);
+      // The fact that stays is still remembered.
+      expect((await earlierMemory.search(scope, 'locker code')).map((hit) => hit.fact.content)).toContain('my locker code is Marzipanwombat');
+    } finally {
+      await upgraded.cleanup();
+      fs.rmSync(earlier, { recursive: true, force: true });
+    }
   });
 });
 

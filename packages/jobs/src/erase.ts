@@ -1,6 +1,7 @@
 import type { Logger } from '@roster/config';
 import type { Database, Transaction } from '@roster/db';
 import { RosterError } from '@roster/errors';
+import { erasedPlaces } from '@roster/memory';
 
 /**
  * What an erase did: table names and counts, never a word of what was
@@ -20,6 +21,12 @@ export interface EraseReport {
   ignored: string[];
   /** Erases that forgets had queued, carried out by this run (usually one: a burst of forgets gathers in one). */
   queued: number;
+  /**
+   * Columns of those tables that can hold people's words whose planner
+   * samples were cleared. They keep no statistics since migration 0025, so
+   * there is nothing to clear unless someone turned them on by hand.
+   */
+  statistics: number;
   /** WAL segment files deleted (embedded); null on a server. */
   walSegmentsRemoved: number | null;
 }
@@ -48,8 +55,15 @@ const segmentName = /^[0-9A-F]{24}$/;
  * the data folder then holds only live rows. On a server Postgres a rewrite
  * would lock each table for its whole length, so the tables are vacuumed
  * (their dead rows leave the indexes and their space is reused); the rest is
- * the server's WAL, replicas and backups (docs/operations.md), and they are
- * analysed again so that their statistics no longer sample the old rows.
+ * the server's WAL, replicas and backups (docs/operations.md).
+ *
+ * The planner's statistics are a copy too: ANALYZE samples column values
+ * into pg_statistic. The columns that can hold words keep no statistics
+ * (migration 0025), and each erase clears any sample of them still there; on
+ * the embedded database pg_statistic is then rewritten, so the bytes of
+ * samples cleared before are in none of its pages. The WAL is retired last,
+ * after every write of the job, so that no page image written later carries
+ * an older page's bytes into the segment left in place.
  *
  * The pending erase that forgets queued (one row of the outbox, whatever
  * their number) is taken over first: a forget committed after that queues
@@ -74,12 +88,13 @@ export async function eraseForgotten(database: Database, options: EraseOptions =
     const embedded = await isEmbedded(session);
     for (const [index, table] of tables.entries()) {
       // The names come from the catalog (checked just above), never from a caller as they are.
-      // A server's statistics sample column values (pg_statistic); analysing again replaces the samples taken before the forget.
       await session.query(embedded ? `vacuum (full) public."${table}"` : `vacuum (analyze) public."${table}"`);
       await options.onProgress?.({ tables: index + 1, of: tables.length });
     }
-    const walSegmentsRemoved = embedded ? await retireWal(session) : null;
-    return { database: embedded ? ('embedded' as const) : ('server' as const), tables, ignored, walSegmentsRemoved };
+    const statistics = await clearWordStatistics(session, tables);
+    // The cleared samples are dead rows of pg_statistic until it is rewritten; on a server it is the server's to vacuum.
+    if (embedded) await session.query('vacuum (full) pg_catalog.pg_statistic');
+    return { database: embedded ? ('embedded' as const) : ('server' as const), tables, ignored, statistics };
   });
 
   if (claimed.length > 0) {
@@ -87,7 +102,9 @@ export async function eraseForgotten(database: Database, options: EraseOptions =
       tx.query(`update outbox set dedupe_key = 'erase:done:' || id::text where id = any($1)`, [claimed.map((row) => row.id)]),
     );
   }
-  const result: EraseReport = { ...report, queued: claimed.length };
+  // Last, after everything this job writes: the segment left in place then holds no image of a page written before.
+  const walSegmentsRemoved = report.database === 'embedded' ? await database.ownerSession('erase: retire the older WAL', retireWal) : null;
+  const result: EraseReport = { ...report, queued: claimed.length, walSegmentsRemoved };
   if (result.database === 'embedded') options.logger?.info({ tables: result.tables, walSegmentsRemoved: result.walSegmentsRemoved }, 'erase: tables rewritten, older WAL deleted');
   else {
     options.logger?.info(
@@ -144,4 +161,44 @@ async function retireWal(session: Transaction): Promise<number> {
     if (current !== undefined && !before.includes(current) && left.every((name) => name === current)) return before.length;
   }
   throw new RosterError('erase_wal_kept', 'Older WAL segments were still in the data folder after the checkpoints; the erase will be tried again.', { retryable: true });
+}
+
+/**
+ * Clear the planner's samples of the columns of `tables` that can hold
+ * people's words (`erasedPlaces`), and turn their statistics off again if
+ * someone turned them on. Postgres 18 lets the owner clear a column's
+ * samples; an older server lets only a superuser touch pg_statistic, so there
+ * each column is sampled once more at the smallest target (a minimum and a
+ * maximum of what its rows hold now, none of it forgotten) and turned off.
+ * Returns the columns cleared. (Whether a column had samples is not asked:
+ * pg_stats hides them from the owner of a table that forces row-level
+ * security, and pg_statistic is a superuser's.)
+ */
+async function clearWordStatistics(session: Transaction, tables: readonly string[]): Promise<number> {
+  const places = erasedPlaces.map((place) => place.split('.') as [string, string]).filter(([table]) => tables.includes(table));
+  const { rows } = await session.query<{ table_name: string; column_name: string; clearable: boolean }>(
+    `select c.relname as table_name, a.attname as column_name,
+            to_regprocedure('pg_catalog.pg_clear_attribute_stats(text,text,text,boolean)') is not null as clearable
+     from unnest($1::text[], $2::text[]) as place (table_name, column_name)
+     join pg_class c on c.relnamespace = 'public'::regnamespace and c.relname = place.table_name
+     join pg_attribute a on a.attrelid = c.oid and a.attname = place.column_name and not a.attisdropped
+     order by 1, 2`,
+    [places.map(([table]) => table), places.map(([, column]) => column)],
+  );
+  for (const { table_name: table, column_name: column, clearable } of rows) {
+    // The names come from the catalog, never from a caller. One transaction: a column is never left with statistics on.
+    const target = `public."${table.replaceAll('"', '""')}"`;
+    const name = `"${column.replaceAll('"', '""')}"`;
+    await session.query('begin');
+    if (clearable) {
+      await session.query(`alter table ${target} alter column ${name} set statistics 0`);
+      await session.query(`select pg_catalog.pg_clear_attribute_stats('public', $1, $2, false)`, [table, column]);
+    } else {
+      await session.query(`alter table ${target} alter column ${name} set statistics 1`);
+      await session.query(`analyze ${target} (${name})`);
+      await session.query(`alter table ${target} alter column ${name} set statistics 0`);
+    }
+    await session.query('commit');
+  }
+  return rows.length;
 }

@@ -1,6 +1,6 @@
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { forgetPlaces } from './forget-places.js';
+import { erasedPlaces, forgetPlaces } from './forget-places.js';
 
 let test: TestDatabase;
 
@@ -45,6 +45,42 @@ describe('the list of places a forget reaches', () => {
       expect(columns.filter((column) => !(column in forgetPlaces))).toEqual(['agents.motto']);
     } finally {
       await test.database.ownerScope('test: drop it again', (tx) => tx.query('alter table agents drop column motto'));
+    }
+  });
+});
+
+/** The statistics target of each column of `places` (`table.column`): 0 keeps no planner samples; null or -1 is the default. */
+async function statisticsTargets(places: readonly string[]): Promise<Record<string, number | null>> {
+  return test.database.ownerScope('test: read the columns’ statistics targets', async (tx) => {
+    const { rows } = await tx.query<{ place: string; target: number | null }>(
+      `select c.relname || '.' || a.attname as place, a.attstattarget::int as target
+       from pg_attribute a join pg_class c on c.oid = a.attrelid
+       where c.relnamespace = current_schema()::regnamespace and c.relname || '.' || a.attname = any($1) and not a.attisdropped`,
+      [places],
+    );
+    return Object.fromEntries(rows.map((row) => [row.place, row.target]));
+  });
+}
+
+describe('the planner’s statistics', () => {
+  it('keep no samples of a column a forget erases, and keep them for the rest', async () => {
+    const targets = await statisticsTargets(erasedPlaces);
+    expect(Object.keys(targets).sort()).toEqual([...erasedPlaces].sort());
+    const sampled = Object.entries(targets).filter(([, target]) => target !== 0);
+    expect(sampled, 'columns that can hold people’s words yet keep statistics (ANALYZE would copy their words into pg_statistic)').toEqual([]);
+    // Positive control: text columns that hold no one's words keep the default.
+    const others = await statisticsTargets(['agents.job', 'identities.display_name', 'facts.category']);
+    expect(Object.values(others)).toHaveLength(3);
+    for (const target of Object.values(others)) expect(target === null || target === -1).toBe(true);
+  });
+
+  it('notices a column a forget erases with its statistics turned back on', async () => {
+    await test.database.ownerScope('test: turn statistics on', (tx) => tx.query('alter table messages alter column content set statistics 100'));
+    try {
+      const targets = await statisticsTargets(erasedPlaces);
+      expect(Object.entries(targets).filter(([, target]) => target !== 0)).toEqual([['messages.content', 100]]);
+    } finally {
+      await test.database.ownerScope('test: turn them off again', (tx) => tx.query('alter table messages alter column content set statistics 0'));
     }
   });
 });

@@ -7,6 +7,12 @@
  * tsvector, vectors) cannot be added without deciding which it is.
  *
  * Keys are `table.column`.
+ *
+ * An `erased` column also keeps no planner statistics (migration 0025 sets
+ * its statistics target to 0): ANALYZE would otherwise copy its most common
+ * values and histogram bounds, whole sentences, into pg_statistic, where no
+ * forget reaches them. The erase job clears any sample of these columns that
+ * someone took by hand. A test checks the catalog against this list.
  */
 export type ForgetReach = { reach: 'erased'; how: string } | { reach: 'no-words'; why: string };
 
