@@ -6,7 +6,7 @@ import { openTestDatabase } from '@roster/db/testing';
 import { createApprovalDesk } from '@roster/jobs';
 import { createRuntime } from '@roster/runtime';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startFakeTelegram } from '../packages/channel-telegram/src/fake-telegram.js';
+import { startFakeTelegram } from '@roster/channel-telegram/testing';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {

@@ -4,9 +4,9 @@ import { WhatsAppSessionStore } from '@roster/channel-whatsapp';
 import { testInstallationKey, testSecretKey } from '@roster/config/testing';
 import { openEmbeddedDatabase } from '@roster/db';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startFakeDiscord } from '../packages/channel-discord/src/fake-discord.js';
-import { startFakeSlack } from '../packages/channel-slack/src/fake-slack.js';
-import { startFakeTelegram } from '../packages/channel-telegram/src/fake-telegram.js';
+import { startFakeDiscord } from '@roster/channel-discord/testing';
+import { startFakeSlack } from '@roster/channel-slack/testing';
+import { startFakeTelegram } from '@roster/channel-telegram/testing';
 import { runRoster, tempDataDir } from './support/roster-process.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];

@@ -8,10 +8,10 @@ import type { Database } from '@roster/db';
 import { openTestDatabase } from '@roster/db/testing';
 import { createRuntime } from '@roster/runtime';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startFakeDiscord, type FakeDiscord } from '../packages/channel-discord/src/fake-discord.js';
-import { startFakeSlack, type FakeSlack } from '../packages/channel-slack/src/fake-slack.js';
-import { startFakeTelegram, type FakeTelegram } from '../packages/channel-telegram/src/fake-telegram.js';
-import { linkThrough, startFakeWhatsApp, type FakeWhatsApp } from '../packages/channel-whatsapp/src/fake-whatsapp.js';
+import { startFakeDiscord, type FakeDiscord } from '@roster/channel-discord/testing';
+import { startFakeSlack, type FakeSlack } from '@roster/channel-slack/testing';
+import { startFakeTelegram, type FakeTelegram } from '@roster/channel-telegram/testing';
+import { linkThrough, startFakeWhatsApp, type FakeWhatsApp } from '@roster/channel-whatsapp/testing';
 import { startFakeOpenAi, type FakeRequest } from './support/fake-openai.js';
 
 /**

@@ -1,8 +1,8 @@
 import { until, type FakePlatform } from '@roster/channels/conformance';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startFakeDiscord } from '../packages/channel-discord/src/fake-discord.js';
-import { startFakeSlack } from '../packages/channel-slack/src/fake-slack.js';
-import { startFakeTelegram } from '../packages/channel-telegram/src/fake-telegram.js';
+import { startFakeDiscord } from '@roster/channel-discord/testing';
+import { startFakeSlack } from '@roster/channel-slack/testing';
+import { startFakeTelegram } from '@roster/channel-telegram/testing';
 import { startChannelRoster } from './support/channel-roster.js';
 
 /**

@@ -5,8 +5,8 @@ import { until, type FakePlatform, type PlatformUser } from '@roster/channels/co
 import { pairingHint } from '@roster/core';
 import { migrate, openEmbeddedDatabase } from '@roster/db';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startFakeDiscord, type FakeDiscord } from '../packages/channel-discord/src/fake-discord.js';
-import { startFakeTelegram } from '../packages/channel-telegram/src/fake-telegram.js';
+import { startFakeDiscord, type FakeDiscord } from '@roster/channel-discord/testing';
+import { startFakeTelegram } from '@roster/channel-telegram/testing';
 import { freePort, runRoster, startRoster, tempDataDir, type RunningRoster } from './support/roster-process.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];

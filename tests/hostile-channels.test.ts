@@ -7,11 +7,11 @@ import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
 import { createRuntime, type Runtime } from '@roster/runtime';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeDiscord, type FakeDiscord } from '../packages/channel-discord/src/fake-discord.js';
-import { fakeSlackBot, startFakeSlack, type FakeSlack } from '../packages/channel-slack/src/fake-slack.js';
-import { startFakeTelegram, type FakeTelegram } from '../packages/channel-telegram/src/fake-telegram.js';
-import { telegramSecretHeader } from '../packages/channel-telegram/src/telegram-adapter.js';
-import { fakeBot, linkThrough, startFakeWhatsApp, type FakeWhatsApp } from '../packages/channel-whatsapp/src/fake-whatsapp.js';
+import { startFakeDiscord, type FakeDiscord } from '@roster/channel-discord/testing';
+import { fakeSlackBot, startFakeSlack, type FakeSlack } from '@roster/channel-slack/testing';
+import { startFakeTelegram, type FakeTelegram } from '@roster/channel-telegram/testing';
+import { telegramSecretHeader } from '@roster/channel-telegram';
+import { fakeBot, linkThrough, startFakeWhatsApp, type FakeWhatsApp } from '@roster/channel-whatsapp/testing';
 
 /**
  * Hostile inbound payloads on every channel, generated with fast-check and

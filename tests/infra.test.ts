@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { channelVariables } from '@roster/channel-registry';
 import { environmentVariables } from '@roster/config';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
@@ -6,7 +7,7 @@ import { parse } from 'yaml';
 // The production files under infra/ may only set variables that Roster reads:
 // a misspelt or retired name there is silently ignored at run time.
 
-const known: ReadonlySet<string> = new Set(environmentVariables);
+const known: ReadonlySet<string> = new Set([...environmentVariables, ...Object.keys(channelVariables)]);
 const processes = ['server', 'worker', 'gateway'] as const;
 
 function readRepositoryFile(relative: string): string {

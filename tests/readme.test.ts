@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { channelVariables } from '@roster/channel-registry';
 import { environmentVariables } from '@roster/config';
 import { describe, expect, it } from 'vitest';
 
@@ -11,10 +12,10 @@ function documentedVariables(text: string): string[] {
 }
 
 describe('README', () => {
-  it('documents exactly the variables of the config schema', () => {
+  it('documents exactly the variables of the config schema and of every registered channel', () => {
     const documented = documentedVariables(readme);
     expect(documented.length).toBeGreaterThan(10);
-    expect([...documented].sort()).toEqual([...environmentVariables].sort());
+    expect([...documented].sort()).toEqual([...environmentVariables, ...Object.keys(channelVariables)].sort());
   });
 
   it('finds a variable missing from a table (negative control)', () => {

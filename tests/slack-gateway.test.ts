@@ -4,7 +4,7 @@ import path from 'node:path';
 import { until } from '@roster/channels/conformance';
 import { migrate, openEmbeddedDatabase } from '@roster/db';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startFakeSlack } from '../packages/channel-slack/src/fake-slack.js';
+import { startFakeSlack } from '@roster/channel-slack/testing';
 import { freePort, runRoster, startRoster, tempDataDir, type RunningRoster } from './support/roster-process.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];

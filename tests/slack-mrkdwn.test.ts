@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { startFakeSlack } from '../packages/channel-slack/src/fake-slack.js';
+import { startFakeSlack } from '@roster/channel-slack/testing';
 import { startChannelRoster } from './support/channel-roster.js';
 
 /**

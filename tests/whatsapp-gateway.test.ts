@@ -1,5 +1,6 @@
 import { until } from '@roster/channels/conformance';
-import { linkThrough, startFakeWhatsApp, type FakeWhatsApp } from '../packages/channel-whatsapp/src/fake-whatsapp.js';
+import { channelPlugins, channelVariables } from '@roster/channel-registry';
+import { linkThrough, startFakeWhatsApp, type FakeWhatsApp } from '@roster/channel-whatsapp/testing';
 import { createLogger, parseConfig } from '@roster/config';
 import { testInstallationKey } from '@roster/config/testing';
 import { pairingHint, type Person } from '@roster/core';
@@ -21,7 +22,8 @@ let fake: FakeWhatsApp;
 let gateway: RunningGateway | undefined;
 let ada: Person;
 let bob: Person;
-const config = parseConfig({ WHATSAPP_ENABLED: 'true', LOG_LEVEL: 'silent' });
+const config = parseConfig({ WHATSAPP_ENABLED: 'true', LOG_LEVEL: 'silent' }, channelVariables);
+const logger = createLogger(config);
 
 async function start(): Promise<RunningGateway> {
   gateway = await startGateway({
@@ -31,7 +33,7 @@ async function start(): Promise<RunningGateway> {
     core: roster.core,
     audit: roster.memory.audit,
     logger: createLogger(config),
-    whatsappSocketFactory: fake.socketFactory,
+    services: { whatsappSocketFactory: fake.socketFactory },
   });
   await until(() => fake.sockets.some((socket) => socket.user !== undefined && !socket.closed), 'the WhatsApp connection');
   return gateway;
@@ -151,7 +153,7 @@ describe('WhatsApp through the gateway', () => {
 
   it('is reported by the doctor as linked, waiting for a scan, or logged out with the number to link again', async () => {
     const store = new WhatsAppSessionStore(test.database, testInstallationKey, 'default');
-    const check = async () => (await checkChannels(config, { database: test.database })).find((entry) => entry.channel === 'whatsapp');
+    const check = async () => (await checkChannels(config, { database: test.database, logger })).find((entry) => entry.channel === 'whatsapp');
     expect(await check()).toEqual({ channel: 'whatsapp', status: 'ok', detail: `linked as +${'4915550000000'}` });
     // The phone removes the device while the gateway runs: recorded, and reported.
     await gateway?.stop();
@@ -164,6 +166,6 @@ describe('WhatsApp through the gateway', () => {
     expect(await check()).toEqual({ channel: 'whatsapp', status: 'fail', detail: 'waiting for a scan: scan the QR code on the Channels page, or run roster channel add whatsapp' });
     await store.pairingEnded();
     expect(await check()).toEqual({ channel: 'whatsapp', status: 'fail', detail: 'not linked: no phone scanned the QR code in time; run roster channel add whatsapp' });
-    expect((await checkChannels(parseConfig({}), { database: test.database })).find((entry) => entry.channel === 'whatsapp')).toMatchObject({ status: 'off' });
+    expect((await checkChannels(parseConfig({}, channelVariables), { database: test.database, logger })).find((entry) => entry.channel === 'whatsapp')).toMatchObject({ status: 'off' });
   });
 });

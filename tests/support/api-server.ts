@@ -1,4 +1,5 @@
 import { testInstallationKey } from '@roster/config/testing';
+import { channelPlugins, channelVariables } from '@roster/channel-registry';
 import { createLogger, parseConfig, type Config } from '@roster/config';
 import type { Person } from '@roster/core';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
@@ -40,7 +41,7 @@ export interface ApiServer {
 /** The real server over the real runtime on a PGlite database of its own; the environment as parsed from `env`. */
 export async function startApiServer(env: Record<string, string> = {}, queues?: readonly Queue[]): Promise<ApiServer> {
   const test = await openTestDatabase();
-  const config = parseConfig({ LOG_LEVEL: 'silent', ...env });
+  const config = parseConfig({ LOG_LEVEL: 'silent', ...env }, channelVariables);
   const runtime = await createRuntime({ config, database: test.database, key: testInstallationKey });
   const app = await createServer({
     config,
@@ -49,7 +50,7 @@ export async function startApiServer(env: Record<string, string> = {}, queues?: 
     redisUrl,
     logger: createLogger(config),
     key: testInstallationKey,
-    channels: { credentials: createChannelCredentialStore(test.database, testInstallationKey) },
+    channels: { credentials: createChannelCredentialStore(test.database, testInstallationKey, channelPlugins) },
     ...(queues === undefined ? {} : { queues }),
   });
   const server: ApiServer = {

@@ -8,7 +8,7 @@ import { until } from '@roster/channels/conformance';
 import { connectionFromUrl, createQueues, jobNames } from '@roster/jobs';
 import { Redis } from 'ioredis';
 import { expect, onTestFinished } from 'vitest';
-import { startFakeTelegram } from '../../packages/channel-telegram/src/fake-telegram.js';
+import { startFakeTelegram } from '@roster/channel-telegram/testing';
 import type { TestInstallation } from './installation.js';
 import { endRoster, freePort, runRoster, signInThrough, startListening, startRoster, type RunningRoster } from './roster-process.js';
 

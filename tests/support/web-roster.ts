@@ -1,4 +1,5 @@
 import { testInstallationKey } from '@roster/config/testing';
+import { channelPlugins, channelVariables } from '@roster/channel-registry';
 import { randomUUID } from 'node:crypto';
 import { createLogger, parseConfig } from '@roster/config';
 import type { Person } from '@roster/core';
@@ -42,7 +43,7 @@ export interface WebRoster {
  */
 export async function startWebRoster(env: Record<string, string> = {}): Promise<WebRoster> {
   const test = await openTestDatabase();
-  const config = parseConfig({ LOG_LEVEL: 'silent', HOST: '127.0.0.1', ...env });
+  const config = parseConfig({ LOG_LEVEL: 'silent', HOST: '127.0.0.1', ...env }, channelVariables);
   const runtime = await createRuntime({ config, database: test.database, key: testInstallationKey });
   const owner = await runtime.core.directory.addPerson({ name: 'Ada', role: 'owner' });
   const prefix = `test-${randomUUID()}`;
@@ -64,7 +65,7 @@ export async function startWebRoster(env: Record<string, string> = {}): Promise<
     redisUrl,
     logger: createLogger(config),
     key: testInstallationKey,
-    channels: { credentials: createChannelCredentialStore(test.database, testInstallationKey) },
+    channels: { credentials: createChannelCredentialStore(test.database, testInstallationKey, channelPlugins) },
   });
   const address = await app.listen({ host: '127.0.0.1', port: 0 });
   return {

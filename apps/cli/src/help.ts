@@ -1,3 +1,4 @@
+import { channelVariables } from '@roster/channel-registry';
 import { describeEnvironment } from '@roster/config';
 import type { CommandIo } from './io.js';
 
@@ -65,7 +66,7 @@ export function overview(commands: readonly Command[], version: string): string 
     '',
     'Every command and group takes --help (or -h); roster --version prints the version.',
     'Configuration comes from the environment:',
-    `  ${describeEnvironment()
+    `  ${describeEnvironment(channelVariables)
       .map((row) => row.variable)
       .join(' ')}`,
     '',

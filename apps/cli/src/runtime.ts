@@ -1,4 +1,5 @@
 import { createLogger, loadInstallationKey, parseConfig, type Config, type InstallationKey, type Logger } from '@roster/config';
+import { channelVariables } from '@roster/channel-registry';
 import { migrate, openDatabase, type Database, type MigrationReport } from '@roster/db';
 import type { CommandIo } from './io.js';
 
@@ -11,7 +12,8 @@ export interface Runtime {
 }
 
 export function loadConfig(io: CommandIo): { config: Config; logger: Logger } {
-  const config = parseConfig(io.env);
+  // Roster's variables and every registered channel's, parsed once.
+  const config = parseConfig(io.env, channelVariables);
   return { config, logger: createLogger(config) };
 }
 

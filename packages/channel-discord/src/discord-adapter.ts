@@ -1,6 +1,6 @@
-import type { Logger } from '@roster/config';
+import type { ChannelLogger as Logger } from '@roster/contracts';
 import { ChannelError, downloadFile, tooLargeText, type ChannelAdapter, type ChannelEvent, type ChannelStartOptions, type ChannelTarget, type SentMessage } from '@roster/channels';
-import { maxFileBytes, type FileKind, type InboundFile } from '@roster/core';
+import { maxFileBytes, type FileKind, type InboundFile } from '@roster/contracts';
 import {
   ApplicationCommandOptionType,
   ApplicationFlags,

@@ -9,3 +9,4 @@ export {
   type DiscordAdapter,
   type DiscordAdapterOptions,
 } from './discord-adapter.js';
+export { channelPlugin, discordChannelIdPattern, maxDiscordBoundChannels } from './plugin.js';

@@ -1,8 +1,8 @@
 import type { RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Logger as RosterLogger } from '@roster/config';
+import type { ChannelLogger as RosterLogger } from '@roster/contracts';
 import { ChannelError, downloadFile, rosterCommand, splitText, tooLargeText, type ChannelAdapter, type ChannelEvent, type ChannelStartOptions, type ChannelTarget } from '@roster/channels';
-import { maxFileBytes, type FileKind, type InboundFile } from '@roster/core';
+import { maxFileBytes, type FileKind, type InboundFile } from '@roster/contracts';
 import { App, defaultBodyLimit, ErrorCode, HTTPModuleFunctions, HTTPReceiver, LogLevel, SocketModeReceiver, webApi, type Logger as BoltLogger } from '@slack/bolt';
 import { escapeMrkdwn, fromMrkdwn, toMrkdwn } from './mrkdwn.js';
 
@@ -38,7 +38,9 @@ export interface SlackAdapter extends ChannelAdapter {
 /** Slack's longest message text; a Block Kit section holds 3,000. */
 export const slackTextLimit = 40_000;
 export const slackBlockLimit = 3000;
-export const slackEventsPath = '/slack/events';
+import { slackEventsPath } from './plugin.js';
+
+export { slackEventsPath };
 
 /** Errors that mean the person (or the conversation) cannot be reached. */
 const unreachableErrors = new Set([

@@ -9,3 +9,4 @@ export {
   type TelegramAdapterOptions,
   type TelegramWebhookRequest,
 } from './telegram-adapter.js';
+export { channelPlugin } from './plugin.js';

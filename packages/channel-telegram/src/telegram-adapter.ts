@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { Logger } from '@roster/config';
+import type { ChannelLogger as Logger } from '@roster/contracts';
 import { ChannelError, downloadFile, telegramCommand, tooLargeText, type ChannelAdapter, type ChannelEvent, type ChannelStartOptions, type ChannelTarget } from '@roster/channels';
-import { maxFileBytes, type FileKind, type InboundFile } from '@roster/core';
+import { maxFileBytes, type FileKind, type InboundFile } from '@roster/contracts';
 import { Telegraf, Telegram, TelegramError } from 'telegraf';
 import type { CallbackQuery, Message, MessageEntity, Update, UserFromGetMe } from 'telegraf/types';
 
@@ -41,7 +41,7 @@ export interface TelegramAdapter extends ChannelAdapter {
 }
 
 /** Where the server receives Telegram's webhook requests. */
-export const telegramWebhookPath = '/telegram/webhook';
+export { telegramWebhookPath } from './plugin.js';
 
 /** The header Telegram sends the webhook's secret in. */
 export const telegramSecretHeader = 'x-telegram-bot-api-secret-token';

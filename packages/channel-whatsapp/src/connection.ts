@@ -1,4 +1,4 @@
-import type { Logger } from '@roster/config';
+import type { ChannelLogger as Logger } from '@roster/contracts';
 import {
   Browsers,
   DisconnectReason,

@@ -3,3 +3,4 @@ export { makeBaileysSocket, type WhatsAppSocket, type WhatsAppSocketFactory } fr
 export { linkWhatsApp, type LinkWhatsAppOptions } from './link.js';
 export { phoneOf, readWhatsAppLink, WhatsAppSessionStore, type WhatsAppLink, type WhatsAppLinkStatus } from './session-store.js';
 export { qrSvg, qrText } from './qr.js';
+export { channelPlugin } from './plugin.js';

@@ -1,4 +1,5 @@
-import type { InstallationKey, Logger } from '@roster/config';
+import type { InstallationKey } from '@roster/config';
+import type { ChannelLogger as Logger } from '@roster/contracts';
 import { RosterError } from '@roster/errors';
 import { WhatsAppConnection, type WhatsAppSocketFactory } from './connection.js';
 import { phoneOf, WhatsAppSessionStore } from './session-store.js';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Transform } from 'node:stream';
 import { ChannelError, tooLargeText, type ChannelEvent } from '@roster/channels';
-import { maxFileBytes, type FileKind, type InboundFile } from '@roster/core';
+import { maxFileBytes, type FileKind, type InboundFile } from '@roster/contracts';
 import { downloadContentFromMessage, toNumber, type MediaType, type proto } from 'baileys';
 
 /** Where WhatsApp's media servers answer when a message names none of theirs (baileys' `DEF_MEDIA_HOST`). */

@@ -1,6 +1,7 @@
-import type { InstallationKey, Logger } from '@roster/config';
+import type { InstallationKey } from '@roster/config';
+import type { ChannelLogger as Logger } from '@roster/contracts';
 import { ChannelError, type ChannelAdapter, type ChannelEvent, type ChannelStartOptions, type ChannelTarget } from '@roster/channels';
-import type { InboundFile } from '@roster/core';
+import type { InboundFile } from '@roster/contracts';
 import type { Database } from '@roster/db';
 import {
   getContentType,

@@ -1,38 +1,17 @@
 import type { InstallationKey } from '@roster/config';
 import type { Database } from '@roster/db';
+import type { CredentialField } from '@roster/contracts';
 import { RosterError } from '@roster/errors';
 
-/** The channels whose bots Roster holds credentials for. */
-export const credentialChannels = ['telegram', 'slack', 'discord'] as const;
-export type CredentialChannel = (typeof credentialChannels)[number];
-
-interface CredentialSpec {
-  /** What the owner calls it, for errors. */
-  label: string;
-  /** The environment variable that gives it instead (and wins when set). */
-  variable: string;
-  /** A prefix the platform gives every such value, checked to catch a pasted wrong token. */
-  prefix?: string;
+/** What the store needs of each channel: its name and the credentials it takes (a channel plugin has both). */
+export interface CredentialChannel {
+  name: string;
+  credentials: Readonly<Record<string, CredentialField>>;
 }
-
-/** Each channel's credentials by name: what can be stored, and the variable that stands for it. */
-export const credentialSpecs: Readonly<Record<CredentialChannel, Readonly<Record<string, CredentialSpec>>>> = {
-  telegram: {
-    bot_token: { label: 'the bot token from @BotFather', variable: 'TELEGRAM_BOT_TOKEN' },
-  },
-  slack: {
-    bot_token: { label: 'the bot token', variable: 'SLACK_BOT_TOKEN', prefix: 'xoxb-' },
-    signing_secret: { label: 'the signing secret (events over HTTP)', variable: 'SLACK_SIGNING_SECRET' },
-    app_token: { label: 'the app-level token (Socket Mode)', variable: 'SLACK_APP_TOKEN', prefix: 'xapp-' },
-  },
-  discord: {
-    bot_token: { label: 'the bot token', variable: 'DISCORD_BOT_TOKEN' },
-  },
-};
 
 /** Where a channel's stored credentials are said to be, without their values. */
 export interface StoredCredentials {
-  channel: CredentialChannel;
+  channel: string;
   account: string;
   /** The names set (`bot_token`, `signing_secret`, …). */
   names: string[];
@@ -66,11 +45,12 @@ function invalid(message: string): RosterError {
   return new RosterError('invalid_input', message);
 }
 
-export function checkCredentialChannel(channel: string): CredentialChannel {
-  if (!(credentialChannels as readonly string[]).includes(channel)) {
-    throw invalid(`Credentials are stored for ${credentialChannels.join(', ')}, not ${JSON.stringify(channel)}.`);
-  }
-  return channel as CredentialChannel;
+/** The channel called `name` among those that take credentials; a clear error for any other. */
+function credentialChannel(channels: readonly CredentialChannel[], name: string): CredentialChannel {
+  const taking = channels.filter((channel) => Object.keys(channel.credentials).length > 0);
+  const channel = taking.find((candidate) => candidate.name === name);
+  if (channel === undefined) throw invalid(`Credentials are stored for ${taking.map((candidate) => candidate.name).join(', ')}, not ${JSON.stringify(name)}.`);
+  return channel;
 }
 
 function checkAccount(account: string): string {
@@ -79,10 +59,10 @@ function checkAccount(account: string): string {
 }
 
 /** Check one value: never echoed back in the error, since it is a secret. */
-function checkValue(channel: CredentialChannel, name: string, value: unknown): string {
-  const spec = credentialSpecs[channel][name];
+function checkValue({ name: channel, credentials }: CredentialChannel, name: string, value: unknown): string {
+  const spec = credentials[name];
   if (spec === undefined) {
-    throw invalid(`${channel} takes ${Object.keys(credentialSpecs[channel]).join(', ')}, not ${JSON.stringify(name)}.`);
+    throw invalid(`${channel} takes ${Object.keys(credentials).join(', ')}, not ${JSON.stringify(name)}.`);
   }
   if (typeof value !== 'string' || value.trim() === '') throw invalid(`${channel} ${name} is empty: give ${spec.label}.`);
   const trimmed = value.trim();
@@ -95,14 +75,16 @@ function checkValue(channel: CredentialChannel, name: string, value: unknown): s
   return trimmed;
 }
 
-export function createChannelCredentialStore(database: Database, key: InstallationKey): ChannelCredentialStore {
+/** The store, for the channels that take credentials among `channels` (the registry's plugins). */
+export function createChannelCredentialStore(database: Database, key: InstallationKey, channels: readonly CredentialChannel[]): ChannelCredentialStore {
   return {
     async set(channelName, values, accountName = 'default') {
-      const channel = checkCredentialChannel(channelName);
+      const spec = credentialChannel(channels, channelName);
+      const channel = spec.name;
       const account = checkAccount(accountName);
       const entries = Object.entries(values);
-      if (entries.length === 0) throw invalid(`Give at least one of ${Object.keys(credentialSpecs[channel]).join(', ')} for ${channel}.`);
-      const checked = entries.map(([name, value]) => [name, checkValue(channel, name, value)] as const);
+      if (entries.length === 0) throw invalid(`Give at least one of ${Object.keys(spec.credentials).join(', ')} for ${channel}.`);
+      const checked = entries.map(([name, value]) => [name, checkValue(spec, name, value)] as const);
       return database.adminScope('owner: store channel credentials', async (tx) => {
         for (const [name, value] of checked) {
           await tx.query(
@@ -120,7 +102,7 @@ export function createChannelCredentialStore(database: Database, key: Installati
     },
 
     async clear(channelName, accountName = 'default') {
-      const channel = checkCredentialChannel(channelName);
+      const channel = credentialChannel(channels, channelName).name;
       const account = checkAccount(accountName);
       return database.adminScope('owner: remove channel credentials', async (tx) => {
         const { rowCount } = await tx.query('delete from channel_credentials where channel = $1 and account = $2', [channel, account]);
@@ -130,7 +112,7 @@ export function createChannelCredentialStore(database: Database, key: Installati
 
     list: () =>
       database.adminScope('owner: list channel credentials', async (tx) => {
-        const { rows } = await tx.query<{ channel: CredentialChannel; account: string; names: string[]; updated_at: Date }>(
+        const { rows } = await tx.query<{ channel: string; account: string; names: string[]; updated_at: Date }>(
           `select channel, account, array_agg(name order by name) as names, max(updated_at) as updated_at
              from channel_credentials group by channel, account order by channel, account`,
         );

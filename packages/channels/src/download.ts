@@ -1,4 +1,4 @@
-import { maxFileBytes, type FileKind } from '@roster/core';
+import { maxFileBytes, type FileKind } from '@roster/contracts';
 import { ChannelError } from './errors.js';
 
 const names: Record<FileKind, string> = { image: 'image', audio: 'voice note', file: 'file' };

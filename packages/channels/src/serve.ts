@@ -1,7 +1,7 @@
 import type { Logger } from '@roster/config';
 import type { Core, InboundFile, Person, TurnResult } from '@roster/core';
 import { RosterError } from '@roster/errors';
-import type { ApprovalPress, ApprovalRequest, ChannelAdapter, ChannelEvent, ChannelTarget } from './adapter.js';
+import type { ApprovalPress, ApprovalRequest, ChannelAdapter, ChannelEvent, ChannelTarget } from '@roster/contracts';
 import { RecentDeliveries } from './dedupe.js';
 import { ChannelError } from './errors.js';
 import { SenderRateLimit } from './rate-limit.js';

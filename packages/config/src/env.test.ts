@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import { ConfigError } from '@roster/errors';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { parseConfig, redactConfig } from './env.js';
 import { createLogger } from './logger.js';
 
@@ -25,7 +26,7 @@ describe('parseConfig', () => {
       ROSTER_ENGINE: 'offline',
       ROSTER_EMBEDDER: 'hashing',
       PRIVACY: 'standard',
-      WHATSAPP_ENABLED: false,
+      channels: {},
     });
     expect(config.DATABASE_URL).toBeUndefined();
     // Unset: no stacks leave the process; only an explicit development shows them.
@@ -40,11 +41,9 @@ describe('parseConfig', () => {
       HOST: '0.0.0.0',
       ROSTER_ENGINE: 'openai-compatible:http://127.0.0.1:11434/v1#llama3.1',
       ROSTER_SECRET_KEY: 'ab'.repeat(32),
-      WHATSAPP_ENABLED: 'true',
     });
     expect(config.PORT).toBe(9000);
     expect(config.DATABASE_URL).toBe('postgres://roster:pw@db:5432/roster');
-    expect(config.WHATSAPP_ENABLED).toBe(true);
   });
 
   it('reads TRUST_PROXY as none unless it is set, and ROSTER_ALLOWED_HOSTS as a list', () => {
@@ -60,14 +59,25 @@ describe('parseConfig', () => {
     expect(issuesFor({ ROSTER_ALLOWED_HOSTS: 'a b' }).map((issue) => issue.variable)).toEqual(['ROSTER_ALLOWED_HOSTS']);
   });
 
-  it('reads DISCORD_CHANNELS as a list of channel ids, and refuses what is not one', () => {
-    expect(parseConfig({}).DISCORD_CHANNELS).toBeUndefined();
-    expect(parseConfig({ DISCORD_CHANNELS: ' 1234567890123456789, 2345678901234567890,1234567890123456789 ' }).DISCORD_CHANNELS).toEqual(['1234567890123456789', '2345678901234567890']);
-    for (const value of ['general', '12345', '1234567890123456789,#general', ',']) {
-      const issues = issuesFor({ DISCORD_CHANNELS: value });
-      expect(issues.map((issue) => issue.variable), value).toEqual(['DISCORD_CHANNELS']);
-      expect(issues[0]!.message).toMatch(/expected 1234567890123456789,2345678901234567890/);
+  it('parses the channels’ own variables with their schemas, reports a bad one by name, and never echoes a secret', () => {
+    const channelVariables = {
+      EXAMPLE_ROOMS: { schema: z.string().regex(/^[0-9]+(,[0-9]+)*$/).optional(), example: '123,456', description: 'rooms' },
+      EXAMPLE_TOKEN: { schema: z.string().min(8).optional(), example: 'abcdefgh', description: 'a token', secret: true },
+    };
+    expect(parseConfig({}, channelVariables).channels).toEqual({});
+    expect(parseConfig({ EXAMPLE_ROOMS: '1,2', EXAMPLE_TOKEN: 'abcdefghij' }, channelVariables).channels).toEqual({ EXAMPLE_ROOMS: '1,2', EXAMPLE_TOKEN: 'abcdefghij' });
+    // Without the channels' variables given, none is read.
+    expect(parseConfig({ EXAMPLE_ROOMS: '1,2' }).channels).toEqual({});
+    let issues: Array<{ variable: string; message: string }> = [];
+    try {
+      parseConfig({ EXAMPLE_ROOMS: 'general', EXAMPLE_TOKEN: 'short' }, channelVariables);
+    } catch (error) {
+      issues = [...(error as ConfigError).issues];
     }
+    expect(issues.map((issue) => issue.variable)).toEqual(['EXAMPLE_ROOMS', 'EXAMPLE_TOKEN']);
+    expect(issues[0]!.message).toMatch(/"general".*expected 123,456/);
+    expect(issues[1]!.message).not.toContain('short');
+    expect(redactConfig(parseConfig({ EXAMPLE_TOKEN: 'abcdefghij' }, channelVariables))).toMatchObject({ EXAMPLE_TOKEN: '[set]' });
   });
 
   const invalid: Array<[string, string, RegExp]> = [
@@ -84,7 +94,6 @@ describe('parseConfig', () => {
     ['ROSTER_EMBEDDER', 'magic', /hashing/],
     ['PRIVACY', 'max', /strict/],
     ['OPENAI_BASE_URL', 'not a url', /https:\/\/api\.openai\.com/],
-    ['WHATSAPP_ENABLED', 'maybe', /true/],
   ];
 
   it.each(invalid)('refuses %s=%s with an error that names it', (variable, value, expected) => {

@@ -1,28 +1,11 @@
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { ConfigError, type ConfigIssue } from '@roster/errors';
+import type { VariableSpec } from '@roster/contracts';
 import { z } from 'zod';
 import { installationKeyFormat, parseInstallationKey } from './installation-key.js';
 
 /** How one environment variable is read, documented and shown. */
-interface VariableSpec<T> {
-  schema: z.ZodType<T>;
-  /** What a valid value looks like, quoted in errors and in the README table. */
-  example: string;
-  description: string;
-  /** Secret values are never logged, echoed in errors, or printed by `doctor`. */
-  secret?: boolean;
-}
-
-/**
- * A Discord channel's id: a snowflake, 17 to 20 digits (Developer Mode, then
- * Copy Channel ID on the channel). A bound channel is one of these.
- */
-export const discordChannelIdPattern = /^[0-9]{17,20}$/;
-
-/** The most bound channels one Discord bot has. */
-export const maxDiscordBoundChannels = 100;
-
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 const optionalText = z
@@ -273,81 +256,11 @@ export const environment = {
     example: 'http://127.0.0.1:11434',
     description: 'Where Ollama listens, for ollama: embedders.',
   },
-  TELEGRAM_BOT_TOKEN: {
-    schema: optionalSecret(),
-    example: '123456:ABC…',
-    description: 'A Telegram bot token; the gateway serves Telegram when set.',
-    secret: true,
-  },
-  TELEGRAM_API_ROOT: {
-    schema: optionalUrl(['http:', 'https:']),
-    example: 'http://127.0.0.1:8081',
-    description: 'Another Telegram Bot API server (a self-hosted one). Unset: Telegram’s own, https://api.telegram.org.',
-  },
-  TELEGRAM_WEBHOOK_URL: {
-    schema: optionalUrl(['https:', 'http:']),
-    example: 'https://roster.example.com/telegram/webhook',
-    description:
-      'Webhook mode for Telegram: the public https address Telegram posts updates to, which your proxy sends to this server’s /telegram/webhook. Unset: long polling.',
-  },
-  DISCORD_BOT_TOKEN: {
-    schema: optionalSecret(),
-    example: 'MTA…',
-    description: 'A Discord bot token; the gateway serves Discord when set.',
-    secret: true,
-  },
-  DISCORD_API_URL: {
-    schema: optionalUrl(['http:', 'https:']),
-    example: 'https://discord.com/api',
-    description: 'Another Discord REST API base, without the version (a proxy); the gateway address is asked of it. Unset: Discord’s own.',
-  },
-  DISCORD_CHANNELS: {
-    schema: z
-      .string()
-      .trim()
-      .transform((value) => (value === '' ? undefined : [...new Set(value.split(',').map((id) => id.trim()).filter((id) => id !== ''))]))
-      .refine((ids) => ids === undefined || (ids.length >= 1 && ids.length <= maxDiscordBoundChannels && ids.every((id) => discordChannelIdPattern.test(id))))
-      .optional(),
-    example: '1234567890123456789,2345678901234567890',
-    description:
-      'Discord server channels, by id (comma-separated), where every message is for the bot, without a mention; set, it wins over the ones stored with roster channel add discord --channel.',
-  },
-  SLACK_BOT_TOKEN: {
-    schema: optionalSecret(),
-    example: 'xoxb-…',
-    description: 'A Slack bot token; with SLACK_APP_TOKEN (socket mode) or SLACK_SIGNING_SECRET (events over HTTP).',
-    secret: true,
-  },
-  SLACK_APP_TOKEN: {
-    schema: optionalSecret(),
-    example: 'xapp-…',
-    description: 'A Slack app-level token for socket mode.',
-    secret: true,
-  },
-  SLACK_SIGNING_SECRET: {
-    schema: optionalSecret(),
-    example: '8f7…',
-    description: 'Verifies Slack events delivered over HTTP.',
-    secret: true,
-  },
-  SLACK_API_URL: {
-    schema: optionalUrl(['http:', 'https:']),
-    example: 'https://slack.com/api/',
-    description: 'Another Slack Web API root (a proxy). Unset: Slack’s own.',
-  },
   GATEWAY_PORT: {
     schema: port.default(8421),
     example: '8421',
     description:
       'Where a gateway running without the server (roster gateway) listens for platforms’ webhooks (POST /slack/events, /telegram/webhook, on HOST). Under roster start they arrive on PORT.',
-  },
-  WHATSAPP_ENABLED: {
-    schema: z
-      .enum(['true', 'false', '1', '0', ''])
-      .default('false')
-      .transform((value) => value === 'true' || value === '1'),
-    example: 'true',
-    description: 'Serve WhatsApp as a linked device of a WhatsApp account (link it with roster channel add whatsapp; its session lives in the database, sealed with the installation key).',
   },
 } satisfies Record<string, VariableSpec<unknown>>;
 
@@ -356,6 +269,12 @@ export type EnvironmentVariable = keyof typeof environment;
 /** The parsed environment, as every part of Roster receives it. */
 export type Config = {
   readonly [K in EnvironmentVariable]: z.output<(typeof environment)[K]['schema']>;
+} & {
+  /**
+   * The registered channels' own variables (`TELEGRAM_BOT_TOKEN`), parsed by
+   * their plugins' schemas with the rest: each plugin reads its own.
+   */
+  readonly channels: Readonly<Record<string, unknown>>;
 };
 
 /** The names of every variable Roster reads. */
@@ -366,12 +285,10 @@ export const secretVariables: ReadonlySet<EnvironmentVariable> = new Set(
   environmentVariables.filter((name) => (environment[name] as VariableSpec<unknown>).secret === true),
 );
 
-/** Documentation rows for the README and `--help`. */
-export function describeEnvironment(): Array<{ variable: string; example: string; description: string; secret: boolean }> {
-  return environmentVariables.map((variable) => {
-    const spec = environment[variable] as VariableSpec<unknown>;
-    return { variable, example: spec.example, description: spec.description, secret: spec.secret === true };
-  });
+/** Documentation rows for the README and `--help`: Roster's variables, then the channels' (`extra`). */
+export function describeEnvironment(extra: Readonly<Record<string, VariableSpec<unknown>>> = {}): Array<{ variable: string; example: string; description: string; secret: boolean }> {
+  const specs: Record<string, VariableSpec<unknown>> = { ...(environment as Record<string, VariableSpec<unknown>>), ...extra };
+  return Object.entries(specs).map(([variable, spec]) => ({ variable, example: spec.example, description: spec.description, secret: spec.secret === true }));
 }
 
 /**
@@ -379,23 +296,23 @@ export function describeEnvironment(): Array<{ variable: string; example: string
  * its own line naming the variable and what a valid value looks like; secret
  * values are never echoed.
  */
-export function parseConfig(source: Readonly<Record<string, string | undefined>>): Config {
+export function parseConfig(source: Readonly<Record<string, string | undefined>>, channelVariables: Readonly<Record<string, VariableSpec<unknown>>> = {}): Config {
   const issues: ConfigIssue[] = [];
   const values: Record<string, unknown> = {};
-  for (const variable of environmentVariables) {
-    const spec = environment[variable] as VariableSpec<unknown>;
+  const channels: Record<string, unknown> = {};
+  const parse = (variable: string, spec: VariableSpec<unknown>, into: Record<string, unknown>, emptyIsUnset: boolean) => {
     const raw = source[variable];
-    const result = spec.schema.safeParse(raw === '' && variable !== 'WHATSAPP_ENABLED' ? undefined : raw);
+    // Roster's own variables take empty as unset; a channel's schema says itself what empty means (a flag's is false).
+    const result = spec.schema.safeParse(raw === '' && emptyIsUnset ? undefined : raw);
     if (result.success) {
-      values[variable] = result.data;
-      continue;
+      into[variable] = result.data;
+      return;
     }
     const shown = spec.secret === true || raw === undefined ? '' : ` ${JSON.stringify(raw)}`;
-    issues.push({
-      variable,
-      message: `the value${shown} is not valid; expected ${spec.example}`,
-    });
-  }
+    issues.push({ variable, message: `the value${shown} is not valid; expected ${spec.example}` });
+  };
+  for (const variable of environmentVariables) parse(variable, environment[variable] as VariableSpec<unknown>, values, true);
+  for (const [variable, spec] of Object.entries(channelVariables)) parse(variable, spec, channels, false);
   if (values.NODE_ENV === 'production' && values.ROSTER_SECRET_KEY === undefined && !issues.some((i) => i.variable === 'ROSTER_SECRET_KEY')) {
     issues.push({
       variable: 'ROSTER_SECRET_KEY',
@@ -403,7 +320,7 @@ export function parseConfig(source: Readonly<Record<string, string | undefined>>
     });
   }
   if (issues.length > 0) throw new ConfigError(issues);
-  return Object.freeze(values) as Config;
+  return Object.freeze({ ...values, channels: Object.freeze(channels) }) as Config;
 }
 
 /** A copy of the config that is safe to log or print: secrets masked, URL passwords removed. */
@@ -415,6 +332,8 @@ export function redactConfig(config: Config): Record<string, unknown> {
     if (variable === 'DATABASE_URL' || variable === 'REDIS_URL') shown[variable] = redactUrl(String(value));
     else shown[variable] = secretVariables.has(variable) ? '[secret]' : value;
   }
+  // A channel's variables are its plugin's: which of them are secret is not known here, so none is shown.
+  for (const [variable, value] of Object.entries(config.channels)) if (value !== undefined) shown[variable] = '[set]';
   return shown;
 }
 

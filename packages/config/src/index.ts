@@ -1,9 +1,7 @@
 export {
   describeEnvironment,
-  discordChannelIdPattern,
   environment,
   environmentVariables,
-  maxDiscordBoundChannels,
   parseConfig,
   redactConfig,
   redactUrl,

@@ -33,11 +33,12 @@ export const redactedPaths = [
   'config.ROSTER_SECRET_KEY',
   'config.OPENAI_API_KEY',
   'config.ANTHROPIC_API_KEY',
-  'config.TELEGRAM_BOT_TOKEN',
-  'config.DISCORD_BOT_TOKEN',
-  'config.SLACK_BOT_TOKEN',
-  'config.SLACK_APP_TOKEN',
-  'config.SLACK_SIGNING_SECRET',
+  // A channel's variables are its plugin's, tokens among them: none is logged.
+  'config.channels.*',
+  '*.botToken',
+  '*.appToken',
+  '*.signingSecret',
+  '*.accessToken',
 ];
 
 /**

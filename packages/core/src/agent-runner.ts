@@ -5,7 +5,7 @@ import { type Memory, type SearchResult } from '@roster/memory';
 import { runInTurn, type TurnContext } from './context.js';
 import type { ConversationStore } from './conversation-store.js';
 import type { Agent, Directory } from './directory.js';
-import type { Engine, EngineFile, EnginePart, EngineToolCall } from './engine.js';
+import type { Engine, EngineFile, EnginePart, EngineToolCall } from '@roster/contracts';
 import { cannotReadFiles, unreadKinds } from './files.js';
 import type { LearningEventStore } from './learning-event-store.js';
 import { historyMessages, memoryBlock, systemPrefix } from './prompt.js';

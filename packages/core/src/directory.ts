@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { discordChannelIdPattern, maxDiscordBoundChannels } from '@roster/config';
+import type { Channel } from '@roster/contracts';
 import type { Database, Transaction } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { InvalidInputError, NotFoundError } from './errors.js';
@@ -21,7 +21,7 @@ export interface Person {
   role: 'owner' | 'member' | 'guest';
 }
 
-export type Channel = 'web' | 'cli' | 'telegram' | 'discord' | 'slack' | 'whatsapp';
+export type { Channel } from '@roster/contracts';
 
 /** A bot account bound to one agent (or the whole wallet), with who may talk to it. */
 export interface ChannelBinding {
@@ -114,19 +114,20 @@ function bindingAccount(input: string | undefined): string {
 }
 
 /**
- * Bound channels as stored: Discord's only, each a channel id (a snowflake),
- * without repeats, at most `maxDiscordBoundChannels`.
+ * Bound rooms as stored: without repeats, at most 100, none empty or with a
+ * comma. What an id looks like is the channel's own business: its plugin
+ * (`boundRooms.check`) checks them before they reach the directory.
  */
-function checkBoundChannels(channel: Channel, channelIds: readonly string[]): string[] {
+function checkBoundChannels(channelIds: readonly string[]): string[] {
   const ids = [...new Set(channelIds.map((id) => id.trim()))];
-  if (ids.length > 0 && channel !== 'discord') throw new InvalidInputError(`Bound channels are Discord's (server channels where every message is for the bot); ${channel} has none.`);
-  const wrong = ids.find((id) => !discordChannelIdPattern.test(id));
-  if (wrong !== undefined) {
-    throw new InvalidInputError(`A Discord channel id is 17 to 20 digits (Developer Mode on, then right-click the channel → Copy Channel ID), got ${JSON.stringify(wrong)}.`);
-  }
-  if (ids.length > maxDiscordBoundChannels) throw new InvalidInputError(`A Discord bot has at most ${maxDiscordBoundChannels} bound channels, got ${ids.length}.`);
+  const wrong = ids.find((id) => id === '' || id.includes(',') || id.length > 255);
+  if (wrong !== undefined) throw new InvalidInputError(`A bound room is named by its id: 1 to 255 characters without a comma, got ${JSON.stringify(wrong)}.`);
+  if (ids.length > maxBoundRooms) throw new InvalidInputError(`A bot has at most ${maxBoundRooms} bound rooms, got ${ids.length}.`);
   return ids;
 }
+
+/** The most bound rooms one bot has (the schema's bound as well). */
+const maxBoundRooms = 100;
 
 /** Link codes avoid letters and digits that read alike (0/O, 1/I). */
 const linkAlphabet = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
@@ -373,8 +374,8 @@ export function createDirectory(database: Database, options: { defaultEngine?: s
 
     async setBoundChannels(channel, channelIds, accountName) {
       const account = bindingAccount(accountName);
-      const ids = checkBoundChannels(channel, channelIds);
-      return database.adminScope('owner: bind Discord server channels', async (tx) => {
+      const ids = checkBoundChannels(channelIds);
+      return database.adminScope('owner: bind the rooms where every message is for the bot', async (tx) => {
         await tx.query(
           `insert into channel_bindings (channel, account, bound_channels) values ($1, $2, $3)
            on conflict (channel, account) do update set bound_channels = excluded.bound_channels`,

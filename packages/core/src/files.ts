@@ -1,4 +1,4 @@
-import type { Engine, EngineFile, FileKind } from './engine.js';
+import type { Engine, EngineFile, FileKind } from '@roster/contracts';
 import { InvalidInputError } from './errors.js';
 import { maxFileBytes, maxFiles } from './types.js';
 

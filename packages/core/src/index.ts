@@ -2,7 +2,7 @@ export { helpText, pairingHint, parseCommand, type CommandName } from './command
 export { currentTurn, runInTurn, type TurnContext } from './context.js';
 export { createCore, maxFileBytes, maxFiles, maxMessageLength, type Core, type CoreOptions, type InboundFile, type InboundMessage, type Reply, type SourceMessage, type TranscriptLine, type TurnOptions, type TurnResult } from './core.js';
 export { createDirectory, linkCodeLifetimeMs, maxPendingLinkCodes, type Agent, type Channel, type ChannelBinding, type Directory, type Identity, type Person } from './directory.js';
-export * from './engine.js';
+export type { Engine, EngineFile, EngineMessage, EnginePart, EngineRequest, EngineResult, EngineTool, EngineToolCall, FileKind } from '@roster/contracts';
 export { InvalidInputError, NotFoundError } from './errors.js';
 export { readMemoryView, type MemoryView, type MemoryViewOptions } from './memory-view.js';
 export { historyMessages, memoryBlock, systemPrefix, type StoredMessage } from './prompt.js';

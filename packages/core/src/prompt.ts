@@ -1,6 +1,6 @@
 import type { SearchResult } from '@roster/memory';
 import type { Agent, Person } from './directory.js';
-import type { EngineMessage } from './engine.js';
+import type { EngineMessage } from '@roster/contracts';
 
 /** Fixed guidance on the memory tools; part of the cacheable prefix. */
 const toolGuidance = `How you use memory:

@@ -3,7 +3,7 @@ import { RosterError } from '@roster/errors';
 import { closeMatches, type Memory, type Provenance } from '@roster/memory';
 import { z } from 'zod';
 import { currentTurn, type TurnContext } from './context.js';
-import type { EngineTool } from './engine.js';
+import type { EngineTool } from '@roster/contracts';
 
 export interface ToolHost {
   memory: Memory;

@@ -8,7 +8,7 @@ import type { TurnContext } from './context.js';
 import type { Binding, ConversationRow, ConversationStore, Visibility } from './conversation-store.js';
 import type { Agent, Directory, Person } from './directory.js';
 import { InvalidInputError } from './errors.js';
-import type { EngineFile } from './engine.js';
+import type { EngineFile } from '@roster/contracts';
 import { fileMarker, validateFiles } from './files.js';
 import type { LearningEventStore } from './learning-event-store.js';
 import { agentSwitchPattern, chooseAgents } from './routing.js';

@@ -2,45 +2,11 @@ import type { Logger } from '@roster/config';
 import type { Database } from '@roster/db';
 import { maxTextLength, type Memory, type SearchResult } from '@roster/memory';
 import type { Agent, Channel, Directory, Person } from './directory.js';
-import type { Engine, EngineFile, EnginePart, EngineToolCall } from './engine.js';
+import type { Engine, EngineFile, EnginePart, EngineToolCall, InboundMessage } from '@roster/contracts';
 import type { LearningSignal } from './signals.js';
 
-/** A platform event, as an adapter (or the web page, or the CLI) hands it to the core. */
-export interface InboundMessage {
-  channel: Channel;
-  /** The bot account it arrived on; its binding decides the agent and the access policy. */
-  account?: string;
-  conversation: { externalId: string; kind: 'dm' | 'group' };
-  /**
-   * Who sent it. Channels give the platform's handle (`externalId`); the local
-   * doors that authenticate the owner's people themselves (CLI, web) give `personId`.
-   */
-  sender: { externalId?: string; personId?: string; displayName?: string };
-  /** The platform's id of this message: a redelivery with the same id is processed once. */
-  externalMessageId?: string;
-  /** The words; may be empty when `files` carries something. */
-  text: string;
-  /**
-   * Images, voice notes and documents that came with the message, at most
-   * `maxFiles`, each at most `maxFileBytes`. They reach an agent whose engine
-   * reads their kind, with this turn only; the stored message keeps a marker
-   * (`[an image]`) in their place, never the bytes.
-   */
-  files?: readonly InboundFile[];
-  /** Content from outside the conversation (a forwarded page, a file): never scanned for signals; marks the turn untrusted. */
-  quoted?: string;
-  /** A rating the platform carries (a reaction, a button). */
-  rating?: 'negative' | 'positive';
-}
-
-/** A file as a door hands it to the core. */
-export type InboundFile = EngineFile;
-
-/** The largest file the core takes, in bytes (10 MB): adapters refuse a larger one before downloading it. */
-export const maxFileBytes = 10 * 1024 * 1024;
-
-/** The most files one message may carry. */
-export const maxFiles = 4;
+export type { InboundFile, InboundMessage } from '@roster/contracts';
+export { maxFileBytes, maxFiles } from '@roster/contracts';
 
 export interface TurnOptions {
   /** Talk to this agent (the CLI's --agent). */

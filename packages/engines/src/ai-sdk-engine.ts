@@ -1,4 +1,4 @@
-import type { Engine, EngineFile, EnginePart, EngineRequest, EngineResult, EngineTool, EngineToolCall, FileKind } from '@roster/core';
+import type { Engine, EngineFile, EnginePart, EngineRequest, EngineResult, EngineTool, EngineToolCall, FileKind } from '@roster/contracts';
 import { RosterError } from '@roster/errors';
 import {
   APICallError,

@@ -5,7 +5,7 @@
  * excluded from the build.
  */
 import { randomBytes } from 'node:crypto';
-import type { Engine, EnginePart, EngineRequest, EngineTool } from '@roster/core';
+import type { Engine, EnginePart, EngineRequest, EngineTool } from '@roster/contracts';
 import { RosterError } from '@roster/errors';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';

@@ -1,4 +1,4 @@
-import type { Engine, EnginePart, EngineRequest, EngineResult, EngineTool, EngineToolCall } from '@roster/core';
+import type { Engine, EnginePart, EngineRequest, EngineResult, EngineTool, EngineToolCall } from '@roster/contracts';
 import { RosterError } from '@roster/errors';
 
 export interface OfflineEngineOptions {

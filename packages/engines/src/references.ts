@@ -1,5 +1,5 @@
 import { isLoopbackUrl } from '@roster/config';
-import type { Engine } from '@roster/core';
+import type { Engine } from '@roster/contracts';
 import { RosterError } from '@roster/errors';
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';

@@ -1,24 +1,25 @@
-import { createChannelCredentialStore, credentialSpecs, type CredentialChannel } from '@roster/channels';
-import { discordChannelIdPattern, maxDiscordBoundChannels, type Config } from '@roster/config';
-import type { Channel, ChannelBinding } from '@roster/core';
+import { channelNames, channelPlugins, findChannelPlugin } from '@roster/channel-registry';
+import { createChannelCredentialStore } from '@roster/channels';
+import type { Config } from '@roster/config';
+import type { AnyChannelPlugin } from '@roster/contracts';
+import type { ChannelBinding } from '@roster/core';
 import { UsageError } from '@roster/errors';
-// The light part of the gateway: the channel commands do not load every platform's library.
-import { channelStatus, withStoredCredentials } from '@roster/gateway/settings';
+import { channelHost, channelStates } from '@roster/gateway';
 import type { CommandIo } from '../io.js';
 import { exitCode } from '../io.js';
 import { parseCommand } from '../parse.js';
 import { openRoster } from './roster-runtime.js';
 
-const bindable = ['telegram', 'slack', 'discord', 'whatsapp'] as const;
 const policies = ['pairing', 'allowlist', 'open'] as const;
 
-function channelOf(value: string | undefined, usage: string): Channel {
+function channelOf(value: string | undefined, usage: string): AnyChannelPlugin {
   if (value === undefined) throw new UsageError(`Name the channel: ${usage}.`);
-  if (!(bindable as readonly string[]).includes(value)) throw new UsageError(`A channel is one of ${bindable.join(', ')}, got ${JSON.stringify(value)}.`);
-  return value as Channel;
+  const plugin = findChannelPlugin(value);
+  if (plugin === undefined) throw new UsageError(`A channel is one of ${channelNames.join(', ')}, got ${JSON.stringify(value)}.`);
+  return plugin;
 }
 
-function describe(binding: ChannelBinding, config?: Pick<Config, 'DISCORD_CHANNELS'>): string {
+function describe(binding: ChannelBinding, config?: Pick<Config, 'channels'>): string {
   const who = binding.agent === null ? 'the whole wallet' : binding.agent;
   const let_in =
     binding.policy === 'open'
@@ -27,36 +28,44 @@ function describe(binding: ChannelBinding, config?: Pick<Config, 'DISCORD_CHANNE
         ? `linked people and ${binding.allowlist.length === 0 ? 'no one else' : binding.allowlist.join(', ')}`
         : 'linked people only (strangers get the pairing hint)';
   let where = '';
-  if (binding.channel === 'discord' && binding.account === 'default') {
-    const fromEnvironment = config?.DISCORD_CHANNELS;
-    if (fromEnvironment !== undefined) where = `; in server channels ${fromEnvironment.join(', ')} (DISCORD_CHANNELS) without a mention`;
-    else if (binding.boundChannels.length > 0) where = `; in server channels ${binding.boundChannels.join(', ')} without a mention`;
+  const rooms = findChannelPlugin(binding.channel)?.boundRooms;
+  if (rooms !== undefined && binding.account === 'default') {
+    const fromEnvironment = rooms.variable === undefined ? undefined : (config?.channels[rooms.variable] as string[] | undefined);
+    const label = rooms.label.replace(/^\S+ /, '');
+    if (fromEnvironment !== undefined) where = `; in ${label} ${fromEnvironment.join(', ')} (${rooms.variable}) without a mention`;
+    else if (binding.boundChannels.length > 0) where = `; in ${label} ${binding.boundChannels.join(', ')} without a mention`;
   }
   return `${binding.channel}${binding.account === 'default' ? '' : ` (${binding.account})`} → ${who}; answers ${let_in}${where}`;
 }
 
 /**
- * The ids given with --channel (repeated, or a comma list); `none` alone
- * clears them. Checked before anything is stored: a wrong one changes nothing.
+ * The ids given with the plugin's bound-rooms option (repeated, or a comma
+ * list); `none` alone clears them. Checked before anything is stored: a wrong
+ * one changes nothing.
  */
-function boundChannelsOf(given: string[]): string[] {
+function boundRoomsOf(plugin: AnyChannelPlugin, given: string[]): string[] {
+  const rooms = plugin.boundRooms!;
+  const option = `--${rooms.option}`;
   const ids = [...new Set(given.flatMap((value) => value.split(',')).map((id) => id.trim()).filter((id) => id !== ''))];
   if (ids.length === 1 && ids[0] === 'none') return [];
-  const wrong = ids.find((id) => !discordChannelIdPattern.test(id));
-  if (wrong !== undefined) {
-    throw new UsageError(`--channel takes Discord channel ids, 17 to 20 digits (Developer Mode on, then right-click the channel → Copy Channel ID), or none; got ${JSON.stringify(wrong)}.`);
+  for (const id of ids) {
+    const wrong = rooms.check(id);
+    if (wrong !== null) throw new UsageError(`${option}: ${wrong} Or none, to clear them.`);
   }
-  if (ids.length === 0) throw new UsageError('--channel takes Discord channel ids (a comma list, or the option repeated), or none to clear them.');
-  if (ids.length > maxDiscordBoundChannels) throw new UsageError(`--channel takes at most ${maxDiscordBoundChannels} channel ids, got ${ids.length}.`);
+  if (ids.length === 0) throw new UsageError(`${option} takes ${rooms.label} by id (a comma list, or the option repeated), or none to clear them.`);
+  if (ids.length > rooms.max) throw new UsageError(`${option} takes at most ${rooms.max} ids, got ${ids.length}.`);
   return ids;
 }
 
-/** The options that carry a channel's credentials, by the credential each stores. */
-const credentialOptions: Record<CredentialChannel, Record<string, string>> = {
-  telegram: { token: 'bot_token' },
-  slack: { 'bot-token': 'bot_token', 'signing-secret': 'signing_secret', 'app-token': 'app_token' },
-  discord: { token: 'bot_token' },
-};
+/** The usage line of `roster channel add`, from the registry. */
+function addUsage(): string {
+  const forms = channelPlugins.map((plugin) => {
+    const options = Object.values(plugin.credentials).map((field) => `--${field.option} …`);
+    const extras = [...(plugin.boundRooms === undefined ? [] : [`[--${plugin.boundRooms.option} ID[,ID]]`]), ...(plugin.link === undefined ? [] : [`[--${plugin.link.skipOption}]`])];
+    return [plugin.name, ...options, ...extras].join(' ');
+  });
+  return `roster channel add ${forms.join(' | ')} [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE]…`;
+}
 
 /** A secret given as `-` is read from standard input (one line), so it stays out of the shell's history and the process list. */
 async function secretValue(value: string, option: string): Promise<string> {
@@ -67,64 +76,62 @@ async function secretValue(value: string, option: string): Promise<string> {
   return Buffer.concat(chunks).toString('utf8').split('\n')[0]!.trim();
 }
 
-/** roster channel add CHANNEL [--token T | --bot-token T --signing-secret S | --app-token A] [--channel ID[,ID]…] [--account A] [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE …] */
+/** roster channel add CHANNEL [its credential options] [its bound-rooms option] [--account A] [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE …] */
 export async function runChannelAdd(args: string[], io: CommandIo): Promise<number> {
-  const usage =
-    'roster channel add telegram|discord --token T | slack --bot-token T (--signing-secret S | --app-token A) | whatsapp [--bind-only] [--channel ID[,ID]] (discord) [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE]…';
+  const usage = addUsage();
+  // Every registered channel's options are known to the parser; each channel then takes only its own.
+  const pluginOptions = Object.fromEntries(
+    channelPlugins.flatMap((plugin) => [
+      ...Object.values(plugin.credentials).map((field) => [field.option, { type: 'string' as const }]),
+      ...(plugin.boundRooms === undefined ? [] : [[plugin.boundRooms.option, { type: 'string' as const, multiple: true as const }]]),
+      ...(plugin.link === undefined ? [] : [[plugin.link.skipOption, { type: 'boolean' as const }]]),
+    ]),
+  );
   const { values, positionals } = parseCommand(
     args,
-    {
-      account: { type: 'string' },
-      agent: { type: 'string' },
-      policy: { type: 'string' },
-      allow: { type: 'string', multiple: true },
-      channel: { type: 'string', multiple: true },
-      json: { type: 'boolean' },
-      token: { type: 'string' },
-      'bot-token': { type: 'string' },
-      'signing-secret': { type: 'string' },
-      'app-token': { type: 'string' },
-      'bind-only': { type: 'boolean' },
-    },
+    { ...pluginOptions, account: { type: 'string' }, agent: { type: 'string' }, policy: { type: 'string' }, allow: { type: 'string', multiple: true }, json: { type: 'boolean' } },
     true,
   );
   if (positionals.length !== 1) throw new UsageError(`Name one channel: ${usage}.`);
-  const channel = channelOf(positionals[0], usage);
+  const plugin = channelOf(positionals[0], usage);
+  const channel = plugin.name;
   const policy = (values.policy as string | undefined) ?? 'pairing';
   if (!(policies as readonly string[]).includes(policy)) throw new UsageError(`--policy is one of ${policies.join(', ')}, got ${JSON.stringify(policy)}.`);
   const allow = (values.allow as unknown as string[] | undefined) ?? [];
   if (allow.length > 0 && policy !== 'allowlist') throw new UsageError('--allow lists handles for --policy allowlist only.');
   // Credentials: only the options this channel takes.
-  const accepted = (credentialOptions as Record<string, Record<string, string>>)[channel] ?? {};
+  const own = new Set([
+    ...Object.values(plugin.credentials).map((field) => field.option),
+    ...(plugin.boundRooms === undefined ? [] : [plugin.boundRooms.option]),
+    ...(plugin.link === undefined ? [] : [plugin.link.skipOption]),
+  ]);
+  for (const option of Object.keys(pluginOptions)) {
+    if (values[option] === undefined || own.has(option)) continue;
+    const takes = Object.values(plugin.credentials).map((field) => `--${field.option}`);
+    throw new UsageError(`${channel} takes ${takes.length === 0 ? 'no token option' : takes.join(', ')}, not --${option}.`);
+  }
   const secrets: Record<string, string> = {};
-  for (const option of ['token', 'bot-token', 'signing-secret', 'app-token']) {
-    const value = values[option];
-    if (typeof value !== 'string') continue;
-    const name = accepted[option];
-    if (name === undefined) {
-      const takes = Object.keys(accepted).map((known) => `--${known}`);
-      throw new UsageError(`${channel} takes ${takes.length === 0 ? 'no token option' : takes.join(', ')}, not --${option}.`);
-    }
-    secrets[name] = await secretValue(value, option);
+  for (const [name, field] of Object.entries(plugin.credentials)) {
+    const value = values[field.option];
+    if (typeof value === 'string') secrets[name] = await secretValue(value, field.option);
   }
   const account = typeof values.account === 'string' ? values.account : 'default';
   if (Object.keys(secrets).length > 0 && account !== 'default') {
     throw new UsageError('Roster serves one bot per channel, the default account: give tokens without --account.');
   }
-  const channelIds = values.channel as unknown as string[] | undefined;
-  if (channelIds !== undefined && channel !== 'discord') throw new UsageError(`--channel binds Discord server channels; ${channel} has none.`);
-  if (channelIds !== undefined && account !== 'default') throw new UsageError('Roster serves one bot per channel, the default account: give --channel without --account.');
-  const boundChannels = channelIds === undefined ? undefined : boundChannelsOf(channelIds);
+  const roomIds = plugin.boundRooms === undefined ? undefined : (values[plugin.boundRooms.option] as unknown as string[] | undefined);
+  if (roomIds !== undefined && account !== 'default') throw new UsageError(`Roster serves one bot per channel, the default account: give --${plugin.boundRooms!.option} without --account.`);
+  const boundRooms = roomIds === undefined ? undefined : boundRoomsOf(plugin, roomIds);
   const { database, roster, key, logger, config } = await openRoster(io);
   try {
-    const credentials = createChannelCredentialStore(database, key);
+    const credentials = createChannelCredentialStore(database, key, channelPlugins);
     if (Object.keys(secrets).length > 0) {
       // Checked before anything is bound: a wrong token changes nothing.
       await credentials.set(channel, secrets);
-      io.err(`Stored ${Object.keys(secrets).map((name) => credentialSpecs[channel as CredentialChannel][name]!.label).join(' and ')} for ${channel}, sealed with the installation key. A running gateway picks it up within seconds.`);
+      io.err(`Stored ${Object.keys(secrets).map((name) => plugin.credentials[name]!.label).join(' and ')} for ${channel}, sealed with the installation key. A running gateway picks it up within seconds.`);
     }
     const bindingGiven = typeof values.agent === 'string' || values.policy !== undefined || allow.length > 0 || typeof values.account === 'string';
-    if (Object.keys(secrets).length > 0 && !bindingGiven && boundChannels === undefined) {
+    if (Object.keys(secrets).length > 0 && !bindingGiven && boundRooms === undefined) {
       // Only a token: the channel's binding, if any, stays as it was.
       const current = (await roster.core.directory.listBindings()).find((entry) => entry.channel === channel && entry.account === 'default');
       if (values.json === true) io.out(JSON.stringify(current ?? null));
@@ -140,38 +147,40 @@ export async function runChannelAdd(args: string[], io: CommandIo): Promise<numb
         ...(typeof values.agent === 'string' ? { agent: values.agent } : {}),
       });
     let binding: ChannelBinding;
-    if (boundChannels === undefined) binding = await bind();
+    if (boundRooms === undefined) binding = await bind();
     else {
       if (bindingGiven) await bind();
-      // Bound channels given alone keep the binding's agent and policy.
-      binding = await roster.core.directory.setBoundChannels(channel, boundChannels);
+      // Bound rooms given alone keep the binding's agent and policy.
+      binding = await roster.core.directory.setBoundChannels(channel, boundRooms);
     }
     io.out(values.json === true ? JSON.stringify(binding) : `Bound ${describe(binding, config)}.`);
-    if (boundChannels !== undefined && config.DISCORD_CHANNELS !== undefined) {
-      io.err('DISCORD_CHANNELS is set in the environment and wins: the gateway serves the channels it names, not these.');
+    const roomsVariable = plugin.boundRooms?.variable;
+    if (boundRooms !== undefined && roomsVariable !== undefined && config.channels[roomsVariable] !== undefined) {
+      io.err(`${roomsVariable} is set in the environment and wins: the gateway serves the ones it names, not these.`);
     }
-    if (channel === 'whatsapp' && values['bind-only'] !== true) {
-      // WhatsApp has no token: Roster becomes a linked device of the account whose phone scans the code.
+    if (plugin.link !== undefined && values[plugin.link.skipOption] !== true) {
+      // A channel with no token to store: Roster becomes a linked device of the account whose phone scans the code.
       const stop = new AbortController();
       void io.stopSignal.then(() => stop.abort());
-      let shown = 0;
-      const { linkWhatsApp, qrText } = await import('@roster/channel-whatsapp');
-      const link = await linkWhatsApp({
-        database,
-        key,
-        logger,
+      const link = await plugin.link.run(channelHost({ logger, key, database }), {
         account: binding.account,
         signal: stop.signal,
-        async onQr(qr) {
-          if (shown++ === 0) io.err('On the phone: WhatsApp → Settings → Linked devices → Link a device, then scan this code (a new one comes every 20 seconds):');
+        onCode(text, index) {
+          if (index === 0) io.err(plugin.link!.instructions);
           else io.err('A new code (the last one expired):');
-          io.err(await qrText(qr));
+          io.err(text);
         },
       });
-      io.out(link.already ? `WhatsApp is linked already, as ${link.phone}; to link another number, unlink this device on the phone first.` : `Linked WhatsApp as ${link.phone}.`);
+      io.out(
+        link.already
+          ? `${plugin.label} is linked already, as ${link.who}; to link another number, unlink this device on the phone first.`
+          : `Linked ${plugin.label} as ${link.who}.`,
+      );
     }
-    const status = channelStatus(withStoredCredentials(config, await credentials.open())).find((entry) => entry.channel === channel);
-    if (status !== undefined && !status.configured) io.err(`${channel} ${status.detail.startsWith('not') ? 'is ' : ''}${status.detail}: the gateway serves it once ${channel === 'whatsapp' ? 'it is enabled' : 'its token is set'}.`);
+    const state = channelStates(config, { credentials: await credentials.open(), bindings: [] }).find((entry) => entry.channel === channel);
+    if (state !== undefined && !state.configured) {
+      io.err(`${channel} ${state.detail.startsWith('not') ? 'is ' : ''}${state.detail}: the gateway serves it once ${Object.keys(plugin.credentials).length === 0 ? 'it is enabled' : 'its token is set'}.`);
+    }
     return exitCode.ok;
   } finally {
     await database.close();
@@ -184,7 +193,7 @@ export async function runChannelList(args: string[], io: CommandIo): Promise<num
   const { database, roster, config, key } = await openRoster(io);
   try {
     const bindings = await roster.core.directory.listBindings();
-    const statuses = channelStatus(withStoredCredentials(config, await createChannelCredentialStore(database, key).open()));
+    const statuses = channelStates(config, { credentials: await createChannelCredentialStore(database, key, channelPlugins).open(), bindings });
     const channels = statuses.map((status) => ({
       channel: status.channel,
       configured: status.configured,
@@ -207,15 +216,16 @@ export async function runChannelList(args: string[], io: CommandIo): Promise<num
 
 /** roster channel remove CHANNEL [--account A]: its binding and its stored credentials. */
 export async function runChannelRemove(args: string[], io: CommandIo): Promise<number> {
-  const usage = 'roster channel remove telegram|slack|discord|whatsapp [--account A]';
+  const usage = `roster channel remove ${channelNames.join('|')} [--account A]`;
   const { values, positionals } = parseCommand(args, { account: { type: 'string' } }, true);
   if (positionals.length !== 1) throw new UsageError(`Name one channel: ${usage}.`);
-  const channel = channelOf(positionals[0], usage);
+  const plugin = channelOf(positionals[0], usage);
+  const channel = plugin.name;
   const { database, roster, key, config } = await openRoster(io);
   try {
     const account = typeof values.account === 'string' ? values.account : 'default';
     const unbound = await roster.core.directory.unbindChannel(channel, account);
-    const credentials = (credentialSpecs as Record<string, unknown>)[channel] === undefined ? 0 : await createChannelCredentialStore(database, key).clear(channel, account);
+    const credentials = Object.keys(plugin.credentials).length === 0 ? 0 : await createChannelCredentialStore(database, key, channelPlugins).clear(channel, account);
     const named = `${channel}${account === 'default' ? '' : ` (${account})`}`;
     if (!unbound && credentials === 0) {
       io.err(`${named} has no binding and no stored token; nothing changed.`);
@@ -223,7 +233,7 @@ export async function runChannelRemove(args: string[], io: CommandIo): Promise<n
     }
     if (unbound) io.out(`Removed the ${named} binding: it answers linked people only again, talking to the wallet.`);
     if (credentials > 0) {
-      const status = channelStatus(config).find((entry) => entry.channel === channel);
+      const status = channelStates(config).find((entry) => entry.channel === channel);
       io.out(`Removed the stored token${credentials === 1 ? '' : 's'} of ${named}${status?.configured === true ? '; the one in the environment stays in force' : ': a running gateway stops serving it within seconds'}.`);
     }
     return exitCode.ok;

@@ -1,8 +1,9 @@
+import { channelPlugins } from '@roster/channel-registry';
 import { createChannelCredentialStore } from '@roster/channels';
-import { loadInstallationKey, redactUrl, type Config, type InstallationKey } from '@roster/config';
+import { loadInstallationKey, redactUrl, type Config, type InstallationKey, type Logger } from '@roster/config';
 import { compareVersions, loadMigrations, minimumPgvector, openDatabase, type Database } from '@roster/db';
 import { checkModelReference } from '@roster/engines';
-import { checkChannels, withStoredCredentials, type OpenedCredentials } from '@roster/gateway';
+import { checkChannels, type OpenedCredentials } from '@roster/gateway';
 import { noJudgeNotice } from '@roster/jobs';
 import { redisStatus } from '@roster/redis';
 import type { CommandIo } from '../io.js';
@@ -49,7 +50,7 @@ export async function runDoctor(args: string[], io: CommandIo): Promise<number> 
         if (keyed.status === 'ok') stored = await storedCredentials(database, key, checks);
       }
     }
-    await otherChecks(config, database, stored, checks);
+    await otherChecks({ config, logger, ...(database === undefined ? {} : { database }), ...(key === undefined ? {} : { key }) }, stored, checks);
   } finally {
     await database?.close();
   }
@@ -63,7 +64,11 @@ export async function runDoctor(args: string[], io: CommandIo): Promise<number> 
 }
 
 /** Redis, the models and the channels (WhatsApp's link is read from the database while it is open). */
-async function otherChecks(config: Config, database: Database | undefined, stored: OpenedCredentials, checks: Check[]): Promise<void> {
+async function otherChecks(
+  { config, logger, database, key }: { config: Config; logger: Logger; database?: Database; key?: InstallationKey },
+  stored: OpenedCredentials,
+  checks: Check[],
+): Promise<void> {
   const redis = await redisStatus(config.REDIS_URL);
   checks.push(
     redis === 'ok'
@@ -74,7 +79,13 @@ async function otherChecks(config: Config, database: Database | undefined, store
   checks.push(await judgeCheck(config));
   checks.push(await modelCheck('embedder', config.ROSTER_EMBEDDER, config));
   // A configured token is tried against its platform: ok only when the platform takes it.
-  for (const channel of await checkChannels(withStoredCredentials(config, stored), database === undefined ? {} : { database })) checks.push({ name: channel.channel, status: channel.status, detail: channel.detail });
+  const channels = await checkChannels(config, {
+    stored: { credentials: stored, bindings: [] },
+    logger,
+    ...(database === undefined ? {} : { database }),
+    ...(key === undefined ? {} : { key }),
+  });
+  for (const channel of channels) checks.push({ name: channel.channel, status: channel.status, detail: channel.detail });
 }
 
 /**
@@ -101,7 +112,7 @@ async function storedCredentials(database: Database, key: InstallationKey, check
       const { rows } = await tx.query<{ exists: boolean }>(`select to_regclass('channel_credentials') is not null as exists`);
       return rows[0]?.exists === true;
     });
-    return exists ? await createChannelCredentialStore(database, key).open() : {};
+    return exists ? await createChannelCredentialStore(database, key, channelPlugins).open() : {};
   } catch (error) {
     checks.push({ name: 'credentials', status: 'fail', detail: `stored channel credentials could not be opened: ${(error as Error).message}` });
     return {};

@@ -1,3 +1,4 @@
+import { channelPlugins } from '@roster/channel-registry';
 import { createChannelCredentialStore } from '@roster/channels';
 import { startGateway, type RunningGateway } from '@roster/gateway';
 import { connectionFromUrl, createQueues, type QueueSet } from '@roster/jobs';
@@ -36,7 +37,7 @@ export async function runServices(args: string[], io: CommandIo, services: reado
       stops.push(() => own.close());
       queues = own;
     }
-    const credentials = createChannelCredentialStore(database, key);
+    const credentials = createChannelCredentialStore(database, key, channelPlugins);
     let gateway: RunningGateway | undefined;
     if (services.includes('gateway')) {
       gateway = await startGateway({

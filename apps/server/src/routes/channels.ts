@@ -1,11 +1,18 @@
-import { credentialChannels, credentialSpecs } from '@roster/channels';
-import { channelStatus, withStoredCredentials } from '@roster/gateway';
+import { channelNames, channelPlugins } from '@roster/channel-registry';
+import { channelStates } from '@roster/gateway';
 import { z } from 'zod';
 import type { RouteContext } from '../context.js';
 import { ApiError } from '../errors.js';
 import { nameParam } from '../schemas.js';
 
-const bindable = ['telegram', 'slack', 'discord', 'whatsapp'] as const;
+/** A registered channel's name, as a path parameter. */
+const registered = z.string().refine((name) => channelNames.includes(name), { message: `one of ${channelNames.join(', ')}` });
+/** A registered channel that takes credentials. */
+const takingCredentials = z
+  .string()
+  .refine((name) => channelPlugins.some((plugin) => plugin.name === name && Object.keys(plugin.credentials).length > 0), {
+    message: `one of ${channelPlugins.filter((plugin) => Object.keys(plugin.credentials).length > 0).map((plugin) => plugin.name).join(', ')}`,
+  });
 
 const bindingSchema = z.object({
   account: z.string(),
@@ -16,6 +23,11 @@ const bindingSchema = z.object({
 
 const channelSchema = z.object({
   channel: z.string(),
+  /** How people write it (`Telegram`), and what serving it takes: from its plugin. */
+  label: z.string(),
+  summary: z.string(),
+  /** The channel links by a code a phone scans (a linked device) rather than by a token. */
+  linkable: z.boolean(),
   configured: z.boolean(),
   detail: z.string(),
   /** Which credentials this channel takes, and where each comes from: never their values. */
@@ -44,14 +56,17 @@ export function channelRoutes({ routes, runtime, config, channels }: RouteContex
       channels?.credentials.open() ?? {},
       directory.listBindings(),
     ]);
-    const effective = withStoredCredentials(config, opened);
-    return channelStatus(effective).map((status) => {
-      const specs = (credentialSpecs as Record<string, Record<string, { label: string; variable: string }>>)[status.channel] ?? {};
-      const own = stored.find((entry) => entry.channel === status.channel && entry.account === 'default');
+    return channelStates(config, { credentials: opened, bindings }).map(({ plugin, channel, configured, detail }) => {
+      const own = stored.find((entry) => entry.channel === channel && entry.account === 'default');
       return {
-        ...status,
-        credentials: Object.entries(specs).map(([name, spec]) => {
-          const fromEnvironment = (config as unknown as Record<string, unknown>)[spec.variable] !== undefined;
+        channel,
+        label: plugin.label,
+        summary: plugin.summary,
+        linkable: plugin.link !== undefined,
+        configured,
+        detail,
+        credentials: Object.entries(plugin.credentials).map(([name, spec]) => {
+          const fromEnvironment = config.channels[spec.variable] !== undefined;
           const isStored = own?.names.includes(name) ?? false;
           return {
             name,
@@ -61,7 +76,7 @@ export function channelRoutes({ routes, runtime, config, channels }: RouteContex
             updatedAt: isStored && !fromEnvironment ? own!.updatedAt.toISOString() : null,
           } as const;
         }),
-        bindings: bindings.filter((binding) => binding.channel === status.channel).map(({ account, agent, policy, allowlist }) => ({ account, agent, policy, allowlist })),
+        bindings: bindings.filter((binding) => binding.channel === channel).map(({ account, agent, policy, allowlist }) => ({ account, agent, policy, allowlist })),
       };
     });
   }
@@ -82,14 +97,13 @@ export function channelRoutes({ routes, runtime, config, channels }: RouteContex
     },
   });
 
-  const credentialChannel = z.enum(credentialChannels);
   routes.add({
     method: 'POST',
     url: '/api/channels/:channel/credentials',
     summary:
       'Store a channel’s bot token (and Slack’s signing secret or app token), sealed with the installation key. Write only: the answer and every later one say only that it is set. A running gateway picks it up within seconds.',
     access: 'owner',
-    params: z.object({ channel: credentialChannel }),
+    params: z.object({ channel: takingCredentials }),
     body: z.object({ values: z.record(z.string().min(1).max(40), z.string().max(1024)) }),
     response: { status: 200, schema: z.object({ channel: channelSchema }) },
     errors: [503],
@@ -106,7 +120,7 @@ export function channelRoutes({ routes, runtime, config, channels }: RouteContex
     url: '/api/channels/:channel/credentials',
     summary: 'Remove a channel’s stored credentials (a variable in the environment stays in force).',
     access: 'owner',
-    params: z.object({ channel: credentialChannel }),
+    params: z.object({ channel: takingCredentials }),
     response: { status: 200, schema: z.object({ removed: z.number().int(), channel: channelSchema }) },
     errors: [503],
     async handle({ params }) {
@@ -122,7 +136,7 @@ export function channelRoutes({ routes, runtime, config, channels }: RouteContex
     url: '/api/channels/:channel/binding',
     summary: 'Bind the channel’s bot to one agent (or the whole wallet, with agent null) under an access policy.',
     access: 'owner',
-    params: z.object({ channel: z.enum(bindable) }),
+    params: z.object({ channel: registered }),
     body: z.object({
       agent: nameParam.nullable().optional(),
       policy: z.enum(['pairing', 'allowlist', 'open']).optional(),
@@ -149,7 +163,7 @@ export function channelRoutes({ routes, runtime, config, channels }: RouteContex
     url: '/api/channels/:channel/binding',
     summary: 'Remove the channel’s binding: it answers linked people only, talking to the wallet.',
     access: 'owner',
-    params: z.object({ channel: z.enum(bindable) }),
+    params: z.object({ channel: registered }),
     response: { status: 200, schema: z.object({ removed: z.boolean() }) },
     async handle({ params }) {
       return { removed: await directory.unbindChannel(params.channel) };

@@ -24,7 +24,7 @@ export function whatsappRoutes({ routes, database, config, key }: RouteContext):
     async handle() {
       const link = await new WhatsAppSessionStore(database, key).read();
       const relink = 'roster channel add whatsapp';
-      const base = { enabled: config.WHATSAPP_ENABLED, account: 'default', updatedAt: link?.updatedAt.toISOString() ?? null, phone: link?.phone ?? null };
+      const base = { enabled: config.channels.WHATSAPP_ENABLED === true, account: 'default', updatedAt: link?.updatedAt.toISOString() ?? null, phone: link?.phone ?? null };
       if (link === null) {
         return { ...base, status: 'not_linked' as const, qrSvg: null, detail: `Not linked yet: run ${relink}, or enable WhatsApp (WHATSAPP_ENABLED=true) and scan the code shown here.` };
       }

@@ -178,6 +178,9 @@ export interface ApiToken {
 
 export interface ChannelStatus {
   channel: string;
+  label: string;
+  summary: string;
+  linkable: boolean;
   configured: boolean;
   detail: string;
   credentials: ChannelCredential[];

@@ -1,4 +1,4 @@
-import type { ChannelAdapter } from '../adapter.js';
+import type { ChannelAdapter } from '@roster/contracts';
 
 /** A person on the platform. */
 export interface PlatformUser {

@@ -11,7 +11,7 @@ import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
 import { createApprovalDesk, listLessons } from '@roster/jobs';
 import { createRuntime, type Runtime } from '@roster/runtime';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { ChannelEvent } from '../adapter.js';
+import type { ChannelEvent } from '@roster/contracts';
 import { serveChannel, type ServedChannel, type ServeChannelOptions } from '../serve.js';
 import type { ChannelHarness, FakePlatform, PlatformUser, SentRecord } from './harness.js';
 

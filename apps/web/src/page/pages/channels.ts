@@ -113,10 +113,10 @@ function channelCard(context: PageContext, channel: ChannelStatus, agents: strin
   return h(
     'li',
     { class: 'card', 'data-channel': channel.channel },
-    h('div', { class: 'card-head' }, h('h3', null, channel.channel), badge(channel.configured ? 'on' : 'off')),
+    h('div', { class: 'card-head' }, h('h3', null, channel.label), badge(channel.configured ? 'on' : 'off')),
     h('p', { class: 'hint' }, channel.detail),
     credentialsForm(context, channel),
-    channel.channel === 'whatsapp' ? whatsappPanel() : null,
+    channel.linkable ? whatsappPanel() : null,
     bindingForm(context, channel, agents),
   );
 }

@@ -1,4 +1,4 @@
-import type { Channel, InboundFile, InboundMessage } from '@roster/core';
+import type { Channel, InboundFile, InboundMessage } from './inbound.js';
 
 /**
  * What a platform can do, as flags: the shared code reads them instead of

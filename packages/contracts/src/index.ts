@@ -1,0 +1,28 @@
+export type {
+  ApprovalPress,
+  ApprovalRequest,
+  ChannelAdapter,
+  ChannelCapabilities,
+  ChannelEvent,
+  ChannelStartOptions,
+  ChannelTarget,
+  SentMessage,
+} from './channel-adapter.js';
+export {
+  defineChannelPlugin,
+  type AnyChannelPlugin,
+  type BoundRooms,
+  type ChannelCheck,
+  type ChannelHost,
+  type ChannelLink,
+  type ChannelLogger,
+  type ChannelPlugin,
+  type ChannelSetup,
+  type ChannelSources,
+  type ChannelWebhook,
+  type CredentialField,
+  type VariableSpec,
+} from './channel-plugin.js';
+export type { Engine, EngineFile, EngineMessage, EnginePart, EngineRequest, EngineResult, EngineTool, EngineToolCall, FileKind } from './engine.js';
+export { channelNamePattern, localDoors, maxFileBytes, maxFiles, type Channel, type InboundFile, type InboundMessage } from './inbound.js';
+export { flag, optionalSecret, optionalUrl } from './variables.js';
