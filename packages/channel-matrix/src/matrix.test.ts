@@ -1,0 +1,4 @@
+import { describeChannelConformance } from '@roster/channels/conformance';
+import { startFakeMatrix } from './fake-matrix.js';
+
+describeChannelConformance('matrix', { start: () => startFakeMatrix() });
