@@ -14,6 +14,12 @@ export interface ResultTable {
 }
 
 export interface BenchmarkReport {
+  /**
+   * The section of docs/benchmarks.md it replaces, when not the benchmark's
+   * own: a focused run (such as `retrieval --statistics`) writes beside the
+   * full run's tables instead of over them.
+   */
+  section?: { name: string; title: string };
   /** Markdown paragraphs printed above the tables: what was measured and how to read it. */
   notes: string[];
   tables: ResultTable[];

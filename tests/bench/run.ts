@@ -53,10 +53,11 @@ async function main(argv: readonly string[]): Promise<number> {
     const date = new Date();
     const report = await benchmark.run(args);
     const seconds = (performance.now() - started) / 1000;
-    process.stdout.write(`\n# ${benchmark.title}\n\n${[...report.tables.map(renderTextTable), ...report.findings].join('\n\n')}\n\n`);
+    const section = report.section ?? { name: current, title: benchmark.title };
+    process.stdout.write(`\n# ${section.title}\n\n${[...report.tables.map(renderTextTable), ...report.findings].join('\n\n')}\n\n`);
     const command = `npm run bench -- ${[current, ...args].join(' ')}`;
-    writeSection(documentPath, current, renderSection({ title: benchmark.title, date, machine, revision, seconds, command }, report));
-    progress(`${current}: done in ${formatDuration(seconds)}; docs/benchmarks.md section "bench:${current}" replaced`);
+    writeSection(documentPath, section.name, renderSection({ title: section.title, date, machine, revision, seconds, command }, report));
+    progress(`${current}: done in ${formatDuration(seconds)}; docs/benchmarks.md section "bench:${section.name}" replaced`);
   }
   return 0;
 }

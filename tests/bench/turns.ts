@@ -13,6 +13,13 @@
  *
  * Options: `--facts=0,1000,10000`, `--concurrency=1,10,50`, `--turns=80`
  * (turns per run at least; each conversation says at least 2).
+ *
+ * `--statistics` runs only a comparison instead (at 1k and 10k facts and 1
+ * and 10 conversations at once unless `--facts` and `--concurrency` say
+ * otherwise, `--rounds=4`): the same turns with the word columns' planner
+ * statistics off, as migration 0025 leaves them, and on, as before it, in the
+ * same database, the two alternated round by round. It writes its own section
+ * of docs/benchmarks.md (`turns-statistics`).
  */
 import type { AddressInfo } from 'node:net';
 import { createLogger, parseConfig } from '@roster/config';
@@ -26,6 +33,7 @@ import { createRuntime, type Runtime } from '@roster/runtime';
 import { createServer } from '@roster/server';
 import { bulkLoadFacts } from './bulk-load.js';
 import { formatMs, mean, percentile, progress, type BenchmarkReport, type ResultTable } from './report.js';
+import { applyStatistics, roundOrder, statisticsConfigurations, statisticsLabels, wordColumns, type StatisticsConfiguration } from './statistics.js';
 import { createFact, createRandom, createVocabulary, paraphrase } from './synthetic.js';
 import { chat, signIn, type WebSession } from './web.js';
 
@@ -43,20 +51,35 @@ interface Options {
   facts: number[];
   concurrency: number[];
   turns: number;
+  /** Only the comparison of the word columns without and with planner statistics. */
+  statistics: boolean;
+  /** Rounds of that comparison, each measuring both configurations. */
+  rounds: number;
 }
 
 function parseOptions(args: readonly string[]): Options {
-  const options: Options = { facts: [0, 1_000, 10_000], concurrency: [1, 10, 50], turns: 80 };
+  const options: Options = { facts: [0, 1_000, 10_000], concurrency: [1, 10, 50], turns: 80, statistics: false, rounds: 4 };
   const list = (value: string) => value.split(',').map((item) => Number.parseInt(item.replace(/k$/i, '000'), 10));
+  const given = new Set<string>();
   for (const arg of args) {
-    const [key, value = ''] = arg.replace(/^--/, '').split('=');
+    const [key = '', value = ''] = arg.replace(/^--/, '').split('=');
+    given.add(key);
     if (key === 'facts') options.facts = list(value);
     else if (key === 'concurrency') options.concurrency = list(value);
     else if (key === 'turns') options.turns = Number.parseInt(value, 10);
-    else throw new Error(`Unknown option ${arg}: turns takes --facts=0,1000,10000, --concurrency=1,10,50 and --turns=80.`);
+    else if (key === 'statistics' && value === '') options.statistics = true;
+    else if (key === 'rounds') options.rounds = Number.parseInt(value, 10);
+    else throw new Error(`Unknown option ${arg}: turns takes --facts=0,1000,10000, --concurrency=1,10,50, --turns=80, --statistics and --rounds=4.`);
   }
-  if (options.facts.some((n) => !Number.isInteger(n) || n < 0) || options.concurrency.some((n) => !Number.isInteger(n) || n < 1) || !(options.turns > 0)) {
-    throw new Error('--facts takes integers ≥ 0, --concurrency integers ≥ 1, --turns a positive integer.');
+  if (options.statistics && !given.has('facts')) options.facts = [1_000, 10_000];
+  if (options.statistics && !given.has('concurrency')) options.concurrency = [1, 10];
+  if (
+    options.facts.some((n) => !Number.isInteger(n) || n < 0) ||
+    options.concurrency.some((n) => !Number.isInteger(n) || n < 1) ||
+    !(options.turns > 0) ||
+    !(options.rounds > 0)
+  ) {
+    throw new Error('--facts takes integers ≥ 0, --concurrency integers ≥ 1, --turns and --rounds positive integers.');
   }
   return options;
 }
@@ -163,6 +186,8 @@ interface RunResult {
   transactions: number;
   /** One conversation through core.handle only: where its time went, statement by statement. */
   timings?: StatementTimings;
+  /** In the statistics comparison: which configuration of the word columns it ran under. */
+  configuration?: StatisticsConfiguration;
 }
 
 /** Engines that time themselves: the offline engine, with its tools timed apart. */
@@ -305,9 +330,10 @@ async function sayThrough(fixture: Fixture, door: Door, conversation: number, te
   await chat(fixture.base, fixture.sessions[conversation]!, { message: text });
 }
 
-async function measure(fixture: Fixture, kind: 'embedded' | 'server', facts: number, door: Door, concurrency: number, options: Options): Promise<RunResult> {
+/** `round` > 0 says other messages than round 0 (a repeated `remember that` would find its fact already known). */
+async function measure(fixture: Fixture, kind: 'embedded' | 'server', facts: number, door: Door, concurrency: number, options: Options, round = 0): Promise<RunResult> {
   const perConversation = Math.max(2, Math.ceil(options.turns / concurrency));
-  const random = createRandom(seed * 3 + facts * 7 + concurrency);
+  const random = createRandom(seed * 3 + facts * 7 + concurrency + round * 7_919);
   const vocabulary = createVocabulary(seed);
   const turns: TurnRecord[] = [];
   const statementsBefore = fixture.counter.statements;
@@ -319,7 +345,7 @@ async function measure(fixture: Fixture, kind: 'embedded' | 'server', facts: num
   await Promise.all(
     Array.from({ length: concurrency }, async (_, conversation) => {
       for (let turn = 0; turn < perConversation; turn += 1) {
-        const text = messageFor(random, vocabulary, fixture.known, conversation, turn + concurrency * 1000);
+        const text = messageFor(random, vocabulary, fixture.known, conversation, turn + concurrency * 1000 + round * 1_000_000);
         const record: TurnRecord = { ms: 0, engineMs: 0 };
         fixture.records.set(text, record);
         const before = performance.now();
@@ -347,6 +373,7 @@ async function measure(fixture: Fixture, kind: 'embedded' | 'server', facts: num
 
 export async function run(args: readonly string[]): Promise<BenchmarkReport> {
   const options = parseOptions(args);
+  if (options.statistics) return runStatistics(options);
   const kinds: Array<'embedded' | 'server'> = ['embedded'];
   const serverUrl = process.env.TEST_DATABASE_URL;
   if (serverUrl !== undefined && serverUrl !== '') kinds.push('server');
@@ -476,6 +503,174 @@ function buildReport(results: RunResult[], options: Options, server: boolean): B
         `so latency grows with the conversations at once while turns per second stay about flat.`,
     ],
     tables,
+    findings,
+  };
+}
+
+/**
+ * The statistics comparison: one fixture per database and fact count, and in
+ * each round both configurations of the word columns' statistics, one after
+ * the other (the first alternating between rounds), each applied and
+ * analysed as the owner, warmed up, then measured at every door and
+ * concurrency.
+ */
+async function runStatistics(options: Options): Promise<BenchmarkReport> {
+  const kinds: Array<'embedded' | 'server'> = ['embedded'];
+  const serverUrl = process.env.TEST_DATABASE_URL;
+  if (serverUrl !== undefined && serverUrl !== '') kinds.push('server');
+  else progress('turns: TEST_DATABASE_URL is not set; the server Postgres runs are skipped');
+  const people = Math.max(...options.concurrency);
+  const results: RunResult[] = [];
+  /** Word columns holding statistics after the last switch to each configuration, by database and fact count. */
+  const sampled = new Map<string, Record<StatisticsConfiguration, number>>();
+  for (const kind of kinds) {
+    for (const facts of options.facts) {
+      const fixture = await openFixture(kind, facts, people);
+      const counts: Record<StatisticsConfiguration, number> = { without: 0, with: 0 };
+      sampled.set(`${kind} ${facts}`, counts);
+      let warmUps = 0;
+      try {
+        for (let round = 0; round < options.rounds; round += 1) {
+          for (const configuration of roundOrder(round)) {
+            progress(`turns ${kind} ${facts}: round ${round + 1} of ${options.rounds}, ${statisticsLabels[configuration]}`);
+            counts[configuration] = await applyStatistics(fixture.database, configuration);
+            for (const door of doors) {
+              for (let turn = 0; turn < warmUpTurns; turn += 1, warmUps += 1) {
+                await sayThrough(fixture, door, 0, messageFor(createRandom(seed + warmUps), createVocabulary(seed), fixture.known, 0, 999_000_000 + warmUps));
+              }
+              for (const concurrency of options.concurrency) {
+                // Each (round, configuration) says messages of its own.
+                const result = await measure(fixture, kind, facts, door, concurrency, options, round * 2 + statisticsConfigurations.indexOf(configuration) + 1);
+                results.push({ ...result, configuration });
+              }
+            }
+          }
+        }
+      } finally {
+        await fixture.close();
+      }
+    }
+  }
+  return buildStatisticsReport(results, options, sampled, kinds.includes('server'));
+}
+
+/** The runs of one row and configuration, every round's turns together. */
+function poolRuns(runs: RunResult[]): RunResult {
+  const first = runs[0]!;
+  const timings: StatementTimings | undefined = first.timings === undefined ? undefined : { statements: new Map(), transactionMs: 0 };
+  for (const run of runs) {
+    if (timings === undefined || run.timings === undefined) continue;
+    timings.transactionMs += run.timings.transactionMs;
+    for (const [label, entry] of run.timings.statements) {
+      const pooled = timings.statements.get(label) ?? { calls: 0, ms: 0 };
+      pooled.calls += entry.calls;
+      pooled.ms += entry.ms;
+      timings.statements.set(label, pooled);
+    }
+  }
+  return {
+    ...first,
+    ...(timings === undefined ? {} : { timings }),
+    turns: runs.flatMap((run) => run.turns),
+    seconds: runs.reduce((sum, run) => sum + run.seconds, 0),
+    statements: runs.reduce((sum, run) => sum + run.statements, 0),
+    transactions: runs.reduce((sum, run) => sum + run.transactions, 0),
+  };
+}
+
+function buildStatisticsReport(results: RunResult[], options: Options, sampled: Map<string, Record<StatisticsConfiguration, number>>, server: boolean): BenchmarkReport {
+  const rows: Array<{ kind: 'embedded' | 'server'; facts: number; door: Door; concurrency: number; pooled: Record<StatisticsConfiguration, RunResult> }> = [];
+  for (const kind of ['embedded', 'server'] as const) {
+    for (const facts of options.facts) {
+      for (const door of doors) {
+        for (const concurrency of options.concurrency) {
+          const of = (configuration: StatisticsConfiguration) =>
+            results.filter((result) => result.database === kind && result.facts === facts && result.door === door && result.concurrency === concurrency && result.configuration === configuration);
+          if (of('without').length === 0 || of('with').length === 0) continue;
+          rows.push({ kind, facts, door, concurrency, pooled: { without: poolRuns(of('without')), with: poolRuns(of('with')) } });
+        }
+      }
+    }
+  }
+  const p = (run: RunResult, q: number) => percentile(run.turns.map((turn) => turn.ms), q);
+  const perSecond = (run: RunResult) => (run.turns.length / run.seconds).toFixed(1);
+  const latency: ResultTable = {
+    title:
+      `Turns with the word columns without statistics (this version) and with them (as before migration 0025): ` +
+      `p50 and p95 of every turn of ${options.rounds} rounds per configuration`,
+    columns: ['database', 'door', 'facts in scope', 'at once', 'turns each', 'without: p50 ms', 'p95 ms', 'turns/s', 'with: p50 ms', 'p95 ms', 'turns/s', 'p50 with ÷ without'],
+    rows: rows.map(({ kind, facts, door, concurrency, pooled }) => [
+      kind,
+      door,
+      formatCount(facts),
+      String(concurrency),
+      String(pooled.without.turns.length),
+      formatMs(p(pooled.without, 50)),
+      formatMs(p(pooled.without, 95)),
+      perSecond(pooled.without),
+      formatMs(p(pooled.with, 50)),
+      formatMs(p(pooled.with, 95)),
+      perSecond(pooled.with),
+      `${(p(pooled.with, 50) / p(pooled.without, 50)).toFixed(2)}×`,
+    ]),
+  };
+  const fullTextMs = (run: RunResult) => {
+    const entries = [...(run.timings?.statements.entries() ?? [])].filter(([label]) => label.includes('roster_search_ranked'));
+    return entries.reduce((sum, [, entry]) => sum + entry.ms, 0) / run.turns.length;
+  };
+  const statementsMs = (run: RunResult) => [...(run.timings?.statements.values() ?? [])].reduce((sum, entry) => sum + entry.ms, 0) / run.turns.length;
+  const statementTable: ResultTable = {
+    title:
+      'The full-text arm’s statement (`roster_search_ranked`, where the planner used `search_vector`’s statistics) and every statement, ' +
+      'core.handle, one conversation: ms per turn (the mean), and the word columns holding statistics after the ANALYZE',
+    columns: ['database', 'facts in scope', 'configuration', 'word columns with statistics', 'roster_search_ranked ms per turn', 'all statements ms per turn', 'a whole turn, mean ms', 'SQL statements per turn'],
+    rows: rows
+      .filter((row) => row.door === 'core.handle' && row.concurrency === 1)
+      .flatMap(({ kind, facts, pooled }) =>
+        statisticsConfigurations.map((configuration) => {
+          const run = pooled[configuration];
+          return [
+            kind,
+            formatCount(facts),
+            statisticsLabels[configuration],
+            `${sampled.get(`${kind} ${facts}`)?.[configuration] ?? '–'} of ${wordColumns.length}`,
+            formatMs(fullTextMs(run)),
+            formatMs(statementsMs(run)),
+            formatMs(mean(run.turns.map((turn) => turn.ms))),
+            (run.statements / run.turns.length).toFixed(1),
+          ];
+        }),
+      ),
+  };
+  const findings: string[] = [];
+  const ratios = rows.map((row) => p(row.pooled.with, 50) / p(row.pooled.without, 50));
+  if (ratios.length > 0) {
+    findings.push(
+      `**p50 with the word columns' statistics ÷ without them:** from ${Math.min(...ratios).toFixed(2)}× to ${Math.max(...ratios).toFixed(2)}× ` +
+        `over the ${ratios.length} rows (median ${percentile(ratios, 50).toFixed(2)}×).`,
+    );
+  }
+  if (!server) findings.push('Server Postgres: skipped (TEST_DATABASE_URL is not set).');
+  return {
+    section: { name: 'turns-statistics', title: 'Turns: the word columns with and without planner statistics' },
+    notes: [
+      `A focused run of the turns benchmark (\`--statistics\`): only this comparison, at ${options.facts.map(formatCount).join(' and ')} facts in the scope ` +
+        `and ${options.concurrency.join(' and ')} conversation${options.concurrency.length === 1 && options.concurrency[0] === 1 ? '' : 's'} at once, ` +
+        `not the full run's tables (see the section above), which it leaves as they were. Same agent, people, messages, doors and engine as there.`,
+      `Migration 0025 sets the statistics target of the ${wordColumns.length} columns that can hold people's words (@roster/memory's ` +
+        `\`erasedPlaces\`: facts.content, facts.search_vector, messages.content, outbox.payload and the rest) to 0, so ANALYZE no longer ` +
+        `samples them, and the planner estimates conditions on them from its defaults. *without* is this version; *with* is as before ` +
+        `the migration: the same columns set back to the default target (\`SET STATISTICS -1\`). Each configuration is applied in the ` +
+        `benchmark's own database, then the whole database is analysed as its owner, as after the bulk load (roster_ops may not); going ` +
+        `back to *without* also removes the samples the *with* ANALYZE took (pg_clear_attribute_stats on Postgres 18, the embedded ` +
+        `database; a delete from pg_statistic, as the superuser, on an older server).`,
+      `One fixture per database and fact count; ${options.rounds} rounds, each measuring both configurations one after the other, the ` +
+        `first of the pair alternating between rounds; after each switch ${warmUpTurns} warm-up turns per door, then every door and ` +
+        `concurrency says at least ${options.turns} turns of new messages. The tables grow as the rounds go (messages, facts remembered, ` +
+        `outbox rows), equally for both configurations. Other people's tests share this machine's 2 cores, so one row's ratio moves ` +
+        `by 10–20% on noise alone: an effect of the statistics would hold across fact counts, doors and databases.`,
+    ],
+    tables: [latency, statementTable],
     findings,
   };
 }
