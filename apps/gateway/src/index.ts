@@ -1,15 +1,17 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { channelPlugins } from '@roster/channel-registry';
-import { answerWebhook, serveChannel, type ChannelAdapter, type ChannelCredentialStore, type ServedChannel } from '@roster/channels';
+import { answerWebhook, ChannelError, serveChannel, type ChannelAdapter, type ChannelCredentialStore, type ServedChannel } from '@roster/channels';
 import type { InstallationKey, Logger } from '@roster/config';
 import type { ChannelHost } from '@roster/contracts';
 import type { Core } from '@roster/core';
 import type { Database } from '@roster/db';
 import type { AuditLog } from '@roster/memory';
 import { createApprovalDesk } from '@roster/jobs';
+import { createLeaseStore, leaseHolderName, type HeldLease } from './lease.js';
 import { channelStates, type ChannelConfig, type StoredSettings } from './settings.js';
 
+export { createLeaseStore, leaseHolderName, type HeldLease, type LeaseHolder, type LeaseStore } from './lease.js';
 export { channelStates, serverAddress, type ChannelConfig, type ChannelState, type OpenedCredentials, type StoredBinding, type StoredSettings } from './settings.js';
 
 /** A channel as `roster doctor` reports it. */
@@ -50,7 +52,11 @@ export async function checkChannels(
         status: 'fail' as const,
         detail: (error as Error).message,
       }));
-      return { channel, status: check.status, detail: check.status === 'ok' && setup.mode !== undefined ? `${check.detail}; ${setup.mode}` : check.detail };
+      if (check.status !== 'ok') return { channel, status: check.status, detail: check.detail };
+      const served =
+        options.database === undefined || setup.exclusive === false ? undefined : await createLeaseStore(options.database).holderOf(channel, defaultAccount).catch(() => undefined);
+      const by = served === undefined ? '' : served === null ? '; no gateway serves it now' : `; served by ${served.holder}`;
+      return { channel, status: check.status, detail: `${check.detail}${setup.mode === undefined ? '' : `; ${setup.mode}`}${by}` };
     }),
   );
 }
@@ -91,11 +97,21 @@ export interface GatewayOptions {
   webhooksOn?: 'server' | 'own-port';
   /** How often the owner's pending approvals are looked for (default a minute). */
   approvalPollMs?: number;
+  /**
+   * How long a bot account's lease lasts unless renewed (default 15 s; it is
+   * renewed every third of that). A standby gateway takes an account over at
+   * most this long after its holder stopped renewing.
+   */
+  leaseMs?: number;
 }
 
 export interface RunningGateway {
-  /** The channels this gateway serves now. */
+  /** The channels this gateway serves now (it holds their accounts' leases). */
   readonly channels: readonly string[];
+  /** The configured channels another gateway holds, which this one stands by for. */
+  readonly standingBy: readonly string[];
+  /** This process's name as a lease holder. */
+  readonly holder: string;
   /** The webhook entry for the server of this process. */
   readonly webhooks: ChannelWebhooks;
   /** Where the gateway listens itself for webhooks (own-port), or null. */
@@ -110,6 +126,46 @@ interface Running {
   settings: string;
   adapter: ChannelAdapter;
   served: ServedChannel;
+  /** The account's lease, or null for a channel every gateway serves (a webhook). */
+  lease: HeldLease | null;
+  /** Until when this process may act for the account without renewing (its own clock, a margin under the lease). */
+  validUntil: number;
+}
+
+/** The bot account Roster serves on each channel. */
+const defaultAccount = 'default';
+
+/**
+ * The adapter with its sends fenced: once this process may no longer be the
+ * account's holder (its lease not renewed in time), nothing more is sent.
+ */
+function fenced(adapter: ChannelAdapter, holds: () => boolean): ChannelAdapter {
+  const check = () => {
+    if (!holds()) throw new ChannelError('failed', `this gateway no longer holds the ${adapter.channel} bot account: another one serves it now`);
+  };
+  return {
+    channel: adapter.channel,
+    account: adapter.account,
+    capabilities: adapter.capabilities,
+    start: (options) => adapter.start(options),
+    stop: () => adapter.stop(),
+    async sendText(target, text) {
+      check();
+      return adapter.sendText(target, text);
+    },
+    async editText(target, messageId, text) {
+      check();
+      return adapter.editText(target, messageId, text);
+    },
+    async sendApproval(target, approval) {
+      check();
+      return adapter.sendApproval(target, approval);
+    },
+    async sendTyping(target) {
+      check();
+      return adapter.sendTyping(target);
+    },
+  };
 }
 
 /**
@@ -125,7 +181,14 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const log = options.logger.child({ component: 'gateway' });
   const approvals = createApprovalDesk(options.database, options.audit, options.core.directory);
   const running = new Map<string, Running>();
+  const standingBy = new Set<string>();
+  /** Channels whose adapter stopped on its own, and when they may be tried again. */
+  const resting = new Map<string, number>();
+  const leases = createLeaseStore(options.database);
+  const holder = leaseHolderName();
+  const leaseMs = options.leaseMs ?? 15_000;
   let lastVersion: string | null = null;
+  let lastStored: StoredSettings | null = null;
   let reloading: Promise<void> = Promise.resolve();
 
   const host = channelHost({ logger: options.logger, key: options.key, database: options.database, ...(options.services === undefined ? {} : { services: options.services }) });
@@ -153,36 +216,103 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     return JSON.stringify([credentials, bindings.map((binding) => [binding.channel, binding.account, binding.boundChannels])]);
   }
 
-  async function startChannel(channel: string, adapter: ChannelAdapter, settings: string): Promise<void> {
+  async function startChannel(channel: string, lease: HeldLease | null, adapter: ChannelAdapter, settings: string): Promise<void> {
+    const entry = { validUntil: lease === null ? Number.POSITIVE_INFINITY : Date.now() + (leaseMs * 2) / 3 } as Running;
     const served = await serveChannel({
-      adapter,
+      adapter: lease === null ? adapter : fenced(adapter, () => Date.now() < entry.validUntil),
       core: options.core,
       logger: options.logger,
       approvals,
       ...(options.approvalPollMs === undefined ? {} : { approvalPollMs: options.approvalPollMs }),
+      onStopped(reason) {
+        log.error({ channel, reason }, 'the channel stopped receiving: letting go of its account, to try again in a minute');
+        resting.set(channel, Date.now() + 60_000);
+        void queue(() => letGo(channel));
+      },
     });
-    running.set(channel, { channel, settings, adapter, served });
+    Object.assign(entry, { channel, settings, adapter, served, lease });
+    running.set(channel, entry);
   }
 
-  /** Start, restart or stop each channel to match the configuration and what is stored. */
+  /** Stop serving a channel and release its lease (when still ours). */
+  async function letGo(channel: string): Promise<void> {
+    const current = running.get(channel);
+    if (current === undefined) return;
+    running.delete(channel);
+    await current.served.stop();
+    if (current.lease !== null) await leases.release(current.lease, holder).catch((error: unknown) => log.warn({ channel, err: error }, 'the lease could not be released; it lapses on its own'));
+  }
+
+  /** Start, restart or stop each channel to match the configuration and what is stored; take the leases that are free. */
   async function apply(stored: StoredSettings, failHard: boolean): Promise<void> {
+    lastStored = stored;
     for (const state of channelStates(options.config, stored)) {
       const current = running.get(state.channel);
       const settings = state.setup.state === 'configured' ? JSON.stringify(state.setup.settings) : '';
       if (current !== undefined && (!state.configured || current.settings !== settings)) {
-        await current.served.stop();
-        running.delete(state.channel);
+        await letGo(state.channel);
         log.info({ channel: state.channel }, state.configured ? 'channel settings changed: restarting it' : 'channel no longer configured: stopped');
       }
-      if (state.setup.state === 'configured' && !running.has(state.channel)) {
+      if (state.setup.state !== 'configured') {
+        standingBy.delete(state.channel);
+        continue;
+      }
+      if (running.has(state.channel) || (resting.get(state.channel) ?? 0) > Date.now()) continue;
+      const lease = state.setup.exclusive === false ? null : await leases.acquire(state.channel, defaultAccount, holder, leaseMs);
+      if (lease === null && state.setup.exclusive === false) {
         try {
-          await startChannel(state.channel, await state.plugin.create(state.setup.settings, host), settings);
+          await startChannel(state.channel, null, await state.plugin.create(state.setup.settings, host), settings);
         } catch (error) {
           if (failHard) throw error;
           log.error({ channel: state.channel, err: error }, 'channel could not start with its new settings; fix them with roster channel add or on the page');
         }
+        continue;
+      }
+      if (lease === null) {
+        if (!standingBy.has(state.channel)) {
+          const other = await leases.holderOf(state.channel, defaultAccount);
+          log.info({ channel: state.channel, holder: other?.holder }, 'another gateway holds this bot account: standing by to take over when its lease lapses');
+        }
+        standingBy.add(state.channel);
+        continue;
+      }
+      if (standingBy.delete(state.channel)) log.info({ channel: state.channel, token: lease.token }, 'took over the bot account');
+      try {
+        await startChannel(state.channel, lease, await state.plugin.create(state.setup.settings, host), settings);
+      } catch (error) {
+        await leases.release(lease, holder).catch(() => undefined);
+        if (failHard) throw error;
+        log.error({ channel: state.channel, err: error }, 'channel could not start with its new settings; fix them with roster channel add or on the page');
       }
     }
+  }
+
+  /** Renew every held lease; a channel whose lease was lost stops at once. Then take any that lapsed. */
+  async function heartbeat(): Promise<void> {
+    for (const [channel, entry] of [...running]) {
+      if (entry.lease === null) continue;
+      const renewedAt = Date.now();
+      const kept = await leases.renew(entry.lease, holder, leaseMs).catch((error: unknown) => {
+        log.warn({ channel, err: error }, 'the lease could not be renewed');
+        return null;
+      });
+      if (kept === true) entry.validUntil = renewedAt + (leaseMs * 2) / 3;
+      else if (kept === false) {
+        log.warn({ channel }, 'lost the bot account’s lease to another gateway: stopping it here');
+        running.delete(channel);
+        await entry.served.stop();
+      }
+    }
+    if (lastStored !== null && (standingBy.size > 0 || resting.size > 0)) {
+      for (const [channel, until] of resting) if (until <= Date.now()) resting.delete(channel);
+      await apply(lastStored, false);
+    }
+  }
+
+  /** One change at a time: reloads, heartbeats and a stopped adapter's release never overlap. */
+  function queue(work: () => Promise<void>): Promise<void> {
+    reloading = reloading.then(work).catch((error: unknown) => log.error({ err: error }, 'the gateway could not apply a change'));
+    return reloading;
   }
 
   let ownServer: http.Server | null = null;
@@ -205,7 +335,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       webhookUrl = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
     }
   } catch (error) {
-    await Promise.allSettled([...running.values()].map((entry) => entry.served.stop()));
+    await Promise.allSettled([...running.keys()].map((channel) => letGo(channel)));
     throw error;
   }
 
@@ -216,28 +346,32 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     lastVersion = version;
     await apply(await storedSettings(), false);
   }
-  const queueReload = () => {
-    reloading = reloading.then(reload).catch((error: unknown) => log.error({ err: error }, 'stored channel credentials could not be read'));
-    return reloading;
-  };
+  const queueReload = () => queue(reload);
   if (options.credentials !== undefined) {
     timer = setInterval(() => void queueReload(), options.reloadMs ?? 5000);
     timer.unref();
   }
+  const beat = setInterval(() => void queue(heartbeat), leaseMs / 3);
+  beat.unref();
 
-  log.info({ channels: [...running.keys()], webhooks: webhookUrl }, 'gateway ready');
+  log.info({ channels: [...running.keys()], standingBy: [...standingBy], webhooks: webhookUrl }, 'gateway ready');
   return {
     get channels() {
       return [...running.keys()];
     },
+    get standingBy() {
+      return [...standingBy];
+    },
+    holder,
     webhooks,
     webhookUrl,
     reload: queueReload,
     async stop() {
       if (timer !== undefined) clearInterval(timer);
+      clearInterval(beat);
       await reloading;
-      await Promise.allSettled([...running.values()].map((entry) => entry.served.stop()));
-      running.clear();
+      // Released at once: a standby gateway takes the accounts over at its next heartbeat, not when the leases lapse.
+      await Promise.allSettled([...running.keys()].map((channel) => letGo(channel)));
       if (ownServer !== null) {
         ownServer.closeAllConnections();
         await new Promise<void>((resolve) => ownServer!.close(() => resolve()));

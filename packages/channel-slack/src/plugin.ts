@@ -79,6 +79,7 @@ export const channelPlugin = defineChannelPlugin<SlackSettings>({
       state: 'configured',
       settings: { botToken, ...(appToken === undefined ? {} : { appToken }), ...(signingSecret === undefined ? {} : { signingSecret }), ...(apiUrl === undefined ? {} : { apiUrl }) },
       mode: appToken !== undefined ? 'Socket Mode' : `events over HTTP at ${serverAddress}${slackEventsPath}`,
+      exclusive: appToken !== undefined,
     };
   },
   async create(settings, host) {

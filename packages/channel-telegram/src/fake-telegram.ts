@@ -28,6 +28,8 @@ export interface FakeTelegram extends FakePlatform {
   readonly token: string;
   /** Every Bot API method called, in order. */
   readonly calls: string[];
+  /** How many long polls were ended by another one (answered 409, as Telegram does when two processes poll one bot). */
+  conflicts(): number;
   /** Queue a raw update, as Telegram would; resolves once the bot has taken it. */
   push(update: Record<string, unknown>): Promise<number>;
   /** The webhook set with setWebhook, or null (long polling). */
@@ -54,6 +56,9 @@ export async function startFakeTelegram(options: { token?: string; webhook?: boo
   let nextMessage = 1000;
   const queue: QueuedUpdate[] = [];
   const waiting = new Set<() => void>();
+  /** The long poll being held, and how to end it with Telegram's 409 when another one arrives. */
+  let heldPoll: (() => void) | null = null;
+  let conflicts = 0;
   const calls: string[] = [];
   const requests: Array<{ method: string; body: Record<string, unknown> }> = [];
   const sent: SentRecord[] = [];
@@ -105,7 +110,7 @@ export async function startFakeTelegram(options: { token?: string; webhook?: boo
     });
   }
 
-  async function getUpdates(body: { offset?: number; timeout?: number; limit?: number }): Promise<unknown[]> {
+  async function getUpdates(body: { offset?: number; timeout?: number; limit?: number }): Promise<unknown[] | null> {
     // The bot came back: what it was given before is handled (telegraf awaits its handlers between
     // polls) and confirmed by the new offset, so it leaves the queue. A redelivery is queued anew.
     for (let index = queue.length - 1; index >= 0; index -= 1) {
@@ -114,9 +119,18 @@ export async function startFakeTelegram(options: { token?: string; webhook?: boo
       item.taken();
       queue.splice(index, 1);
     }
+    // Telegram serves one poller per bot: a new getUpdates ends the one it holds with 409.
+    heldPoll?.();
+    let superseded = false;
     if (queue.length === 0) {
       // Long polling: hold the call until an update arrives, but not long, so that stopping is quick.
       await new Promise<void>((resolve) => {
+        heldPoll = () => {
+          superseded = true;
+          waiting.delete(done);
+          clearTimeout(timer);
+          resolve();
+        };
         const timer = setTimeout(() => {
           waiting.delete(done);
           resolve();
@@ -127,6 +141,11 @@ export async function startFakeTelegram(options: { token?: string; webhook?: boo
         };
         waiting.add(done);
       });
+    }
+    heldPoll = null;
+    if (superseded) {
+      conflicts += 1;
+      return null;
     }
     const batch = queue.filter((entry) => !entry.returned).slice(0, body.limit ?? 100);
     for (const item of batch) item.returned = true;
@@ -167,8 +186,13 @@ export async function startFakeTelegram(options: { token?: string; webhook?: boo
         webhook = { url, secretToken: typeof body.secret_token === 'string' ? body.secret_token : null };
         return ok(true);
       }
-      case 'getUpdates':
-        return ok(await getUpdates(body as { offset?: number; timeout?: number; limit?: number }));
+      case 'getUpdates': {
+        const updates = await getUpdates(body as { offset?: number; timeout?: number; limit?: number });
+        if (updates === null) {
+          return { status: 409, body: { ok: false, error_code: 409, description: 'Conflict: terminated by other getUpdates request; make sure that only one bot instance is running' } };
+        }
+        return ok(updates);
+      }
       case 'sendMessage': {
         const chatId = String(body.chat_id);
         const refused = refusal(chatId);
@@ -335,6 +359,7 @@ export async function startFakeTelegram(options: { token?: string; webhook?: boo
     apiRoot,
     token,
     calls,
+    conflicts: () => conflicts,
     push,
     adapter,
     webhook: () => (webhook === null ? null : { ...webhook }),

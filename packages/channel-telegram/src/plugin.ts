@@ -60,6 +60,7 @@ export const channelPlugin = defineChannelPlugin<TelegramSettings>({
       state: 'configured',
       settings: { token, ...(apiRoot === undefined ? {} : { apiRoot }), ...(webhookUrl === undefined ? {} : { webhookUrl }) },
       mode: webhookUrl === undefined ? 'long polling' : `webhook at ${webhookUrl}`,
+      exclusive: webhookUrl === undefined,
     };
   },
   async create(settings, host) {

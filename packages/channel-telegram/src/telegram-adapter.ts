@@ -235,6 +235,10 @@ export function createTelegramAdapter(options: TelegramAdapterOptions): Telegram
       // Long polling needs no webhook; launch removes one left by another setup, then polls until stopped.
       polling = bot.launch({ allowedUpdates: ['message', 'callback_query'] }).catch((error: unknown) => {
         log?.error({ err: safeError(error) }, 'Telegram polling stopped: check TELEGRAM_BOT_TOKEN, and that no other process polls this bot');
+        const code = (error as { response?: { error_code?: number } }).response?.error_code;
+        start.onStopped?.(
+          code === 409 ? 'Telegram gave this bot’s updates to another poller (409): another process polls the same token' : `Telegram polling stopped: ${(error as Error).message}`,
+        );
       });
       log?.info({ bot: me.username }, 'Telegram bot receiving (long polling)');
     },

@@ -43,6 +43,8 @@ export interface ServeChannelOptions {
    * sends each reply once, whole.
    */
   streaming?: { afterMs?: number; everyMs?: number } | false;
+  /** The adapter stopped receiving on its own (`ChannelStartOptions.onStopped`). */
+  onStopped?(reason: string): void;
 }
 
 /** A channel being served: its adapter receiving, every answer going back through the same road. */
@@ -317,6 +319,7 @@ export async function serveChannel(options: ServeChannelOptions): Promise<Served
 
   await adapter.start({
     signal: stopping.signal,
+    ...(options.onStopped === undefined ? {} : { onStopped: options.onStopped }),
     onApprovalPress,
     onMessage(event) {
       if (!deliveries.first(`${adapter.channel}:${adapter.account}:${event.deliveryId}`)) {

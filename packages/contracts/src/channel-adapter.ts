@@ -118,6 +118,13 @@ export interface ChannelStartOptions {
   onApprovalPress(press: ApprovalPress): Promise<{ text: string; decided: boolean }>;
   /** Aborted when the gateway stops. */
   signal: AbortSignal;
+  /**
+   * The adapter stopped receiving on its own: the platform ended its session
+   * (another process polls the same bot, the token was revoked). The host
+   * stops it, lets go of the account and tries again later, instead of
+   * serving a bot that hears nothing.
+   */
+  onStopped?(reason: string): void;
 }
 
 /**

@@ -70,7 +70,19 @@ export interface ChannelSources {
  * a failure, by `roster doctor`).
  */
 export type ChannelSetup<Settings> =
-  | { state: 'configured'; settings: Settings; /** How it receives, for `roster doctor` (`long polling`, `webhook at …`), where that is worth saying. */ mode?: string }
+  | {
+      state: 'configured';
+      settings: Settings;
+      /** How it receives, for `roster doctor` (`long polling`, `webhook at …`), where that is worth saying. */
+      mode?: string;
+      /**
+       * The platform lets one session receive for the account (a long poll, a
+       * gateway connection, a socket), so one gateway holds it through a lease
+       * and the others stand by (the default). `false` for a webhook: every
+       * server takes what is posted to it.
+       */
+      exclusive?: boolean;
+    }
   | { state: 'off'; detail: string }
   | { state: 'incomplete'; detail: string };
 

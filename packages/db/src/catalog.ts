@@ -12,5 +12,6 @@ export const tablesWithoutContent: Readonly<Record<string, string>> = {
   refused_messages: 'a count of refused messages per channel account and day: no words, no handle',
   roster_migrations: 'the migration ledger',
   health_probe: 'one row /healthz rewrites to prove the database takes writes: a time',
+  channel_leases: 'which gateway process holds each bot account: a channel, an account id, a process name and times',
   installation_key: 'the fingerprint of the installation key: 16 hex digits that tell keys apart and reveal nothing of one',
 };

@@ -88,6 +88,9 @@ export const forgetPlaces: Readonly<Record<string, ForgetReach>> = {
   'channel_credentials.name': noWords('the name of a credential (bot_token, signing_secret)'),
   'channel_credentials.sealed': noWords('a bot token sealed with the installation key'),
   'refused_messages.channel': enumeration,
+  'channel_leases.channel': enumeration,
+  'channel_leases.account': noWords('a channel account id'),
+  'channel_leases.holder': noWords('the name of the gateway process holding the account (host, process id, a random suffix)'),
   'refused_messages.account': noWords('a channel account id'),
 
   // The learning loop.

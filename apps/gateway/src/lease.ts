@@ -1,0 +1,89 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type { Database } from '@roster/db';
+
+/** A lease this process holds on one bot account. */
+export interface HeldLease {
+  channel: string;
+  account: string;
+  /** The fencing token: it changes whenever the account changes hands. */
+  token: number;
+}
+
+/** Who holds an account now, for `roster doctor` and the logs. */
+export interface LeaseHolder {
+  holder: string;
+  token: number;
+  expiresAt: Date;
+}
+
+/**
+ * The leases on bot accounts, in Postgres (the embedded database too): one
+ * row per channel account. Taking one succeeds when there is none, when it
+ * lapsed, or when this process already holds it; each change of holder bumps
+ * the fencing token. Renewing succeeds only while the row still carries this
+ * holder and token, so a process paused past its lease learns that it lost
+ * it before it sends again.
+ */
+export function createLeaseStore(database: Database) {
+  return {
+    async acquire(channel: string, account: string, holder: string, ttlMs: number): Promise<HeldLease | null> {
+      return database.adminScope('gateway: take a bot account’s lease', async (tx) => {
+        const { rows } = await tx.query<{ token: string }>(
+          `insert into channel_leases (channel, account, holder, token, expires_at)
+           values ($1, $2, $3, 1, now() + make_interval(secs => $4::double precision / 1000))
+           on conflict (channel, account) do update
+             set holder = excluded.holder,
+                 token = channel_leases.token + case when channel_leases.holder = excluded.holder then 0 else 1 end,
+                 acquired_at = case when channel_leases.holder = excluded.holder then channel_leases.acquired_at else now() end,
+                 renewed_at = now(),
+                 expires_at = excluded.expires_at
+             where channel_leases.expires_at < now() or channel_leases.holder = excluded.holder
+           returning token`,
+          [channel, account, holder, ttlMs],
+        );
+        return rows[0] === undefined ? null : { channel, account, token: Number(rows[0].token) };
+      });
+    },
+
+    async renew(lease: HeldLease, holder: string, ttlMs: number): Promise<boolean> {
+      return database.adminScope('gateway: renew a bot account’s lease', async (tx) => {
+        const { rowCount } = await tx.query(
+          `update channel_leases set renewed_at = now(), expires_at = now() + make_interval(secs => $5::double precision / 1000)
+           where channel = $1 and account = $2 and holder = $3 and token = $4 and expires_at >= now()`,
+          [lease.channel, lease.account, holder, lease.token, ttlMs],
+        );
+        return (rowCount ?? 0) === 1;
+      });
+    },
+
+    async release(lease: HeldLease, holder: string): Promise<void> {
+      await database.adminScope('gateway: release a bot account’s lease', (tx) =>
+        tx.query(`update channel_leases set expires_at = now() - interval '1 millisecond' where channel = $1 and account = $2 and holder = $3 and token = $4`, [
+          lease.channel,
+          lease.account,
+          holder,
+          lease.token,
+        ]),
+      );
+    },
+
+    async holderOf(channel: string, account: string): Promise<LeaseHolder | null> {
+      return database.adminScope('gateway: read who holds a bot account', async (tx) => {
+        const { rows } = await tx.query<{ holder: string; token: string; expires_at: Date }>(
+          `select holder, token, expires_at from channel_leases where channel = $1 and account = $2 and expires_at >= now()`,
+          [channel, account],
+        );
+        const row = rows[0];
+        return row === undefined ? null : { holder: row.holder, token: Number(row.token), expiresAt: row.expires_at };
+      });
+    },
+  };
+}
+
+export type LeaseStore = ReturnType<typeof createLeaseStore>;
+
+/** This process's name as a lease holder: the host, the process id and a random part (a restarted process is a new holder). */
+export function leaseHolderName(): string {
+  return `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+}
