@@ -115,6 +115,26 @@ export async function runMemoryForget(args: string[], io: CommandIo): Promise<nu
   }
 }
 
+/**
+ * “That was wrong”, from the terminal: through the core, as the page's
+ * Correct… and a chat correction, so it is a learning event for the fact's
+ * agent and person and, after harvest, a mirror case.
+ */
+export async function runMemoryCorrect(args: string[], io: CommandIo): Promise<number> {
+  const { values } = parseCommand(args, { agent: { type: 'string' }, fact: { type: 'string' }, content: { type: 'string' }, json: { type: 'boolean' } });
+  if (typeof values.agent !== 'string' || typeof values.fact !== 'string' || typeof values.content !== 'string') throw new UsageError('--agent, --fact and --content are required.');
+  const context = await openRoster(io);
+  try {
+    const scope = await scopeOfFact(context, values.agent, values.fact);
+    const { retracted, fact } = await context.roster.core.correctFact(scope, values.fact, values.content, owner);
+    if (values.json === true) io.out(JSON.stringify({ retracted: { id: retracted.id, content: retracted.content }, fact: { id: fact.id, content: fact.content } }));
+    else io.out(`Corrected: ${fact.id}  ${fact.content ?? ''} (it was wrong: ${retracted.id}). The next harvest makes it a mirror case.`);
+    return exitCode.ok;
+  } finally {
+    await context.database.close();
+  }
+}
+
 export async function runMemoryHistory(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseCommand(args, { agent: { type: 'string' }, fact: { type: 'string' }, json: { type: 'boolean' } });
   if (typeof values.agent !== 'string' || typeof values.fact !== 'string') throw new UsageError('--agent and --fact are required.');

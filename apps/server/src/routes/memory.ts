@@ -108,7 +108,7 @@ export function memoryRoutes({ routes, runtime }: RouteContext): void {
   routes.add({
     method: 'POST',
     url: '/api/agents/:name/facts/:id/correct',
-    summary: '“That was wrong”: the fact is retracted and the right content takes its valid time.',
+    summary: '“That was wrong”: the fact is retracted and the right content takes its valid time; the correction is a learning event for the agent and person, as one said in chat (harvest makes it a mirror case).',
     access: 'person',
     params: factParams,
     body: contentBody,
@@ -116,7 +116,8 @@ export function memoryRoutes({ routes, runtime }: RouteContext): void {
     errors: [404, 409, 413],
     async handle({ params, body, viewer }) {
       const agent = await directory.agentByName(params.name);
-      const { fact, retracted } = await memory.correct(await scopeFor(viewer, agent, params.id), params.id, body.content, provenanceOf(viewer));
+      // Through the core, as a chat correction: a learning event, and after harvest a mirror case, for this agent and person.
+      const { fact, retracted } = await runtime.core.correctFact(await scopeFor(viewer, agent, params.id), params.id, body.content, { ...provenanceOf(viewer), channel: 'web' });
       return { fact: showFact(fact), retracted: showFact(retracted) };
     },
   });
