@@ -551,4 +551,62 @@ describe('the web page in a browser', () => {
     expect(problems).toEqual([]);
     expectOwnOriginOnly();
   }, 180_000);
+
+  it('turns a forgotten fact into a tombstone at once, with when and who asked, and keeps it one after a reload', async () => {
+    const { directory } = roster.runtime.core;
+    const vault = await directory.addAgent({ name: 'Vault', job: 'Keeps where things are.' });
+    const cleo = await directory.addPerson({ name: 'Cleo' });
+    const remember = (personId: string, content: string) =>
+      roster.runtime.memory.remember({ agentId: vault.id, personId, audience: 'private' }, { content, provenance: { actor: { kind: 'person', id: personId } } });
+    await remember(roster.owner.id, 'my umbrella hangs by the green door');
+    await remember(roster.owner.id, 'my bicycle sleeps under the stairs');
+    await remember(cleo.id, 'my scarf is in the red drawer');
+
+    const context = await browser.newContext();
+    const page = watch(await context.newPage());
+    await page.goto(await roster.loginLink());
+    await expect.poll(() => new URL(page.url()).pathname).toBe('/agents');
+    await page.goto(`${roster.address}/memory?agent=Vault&person=Ada`);
+    const ada = page.locator('section.group', { has: page.getByRole('heading', { level: 2, name: 'About Ada' }) });
+    await ada.getByRole('heading', { level: 3, name: /^Active \(2\)/ }).waitFor();
+
+    const umbrella = ada.locator('li.fact', { hasText: 'my umbrella hangs by the green door' });
+    await umbrella.getByRole('button', { name: 'Forget…' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Forget', exact: true }).click();
+
+    // At once, without a reload: out of Active, a tombstone under Forgotten saying when and who asked, and no word of it.
+    const tombstones = ada.locator('section.trust[data-trust="forgotten"] li.card.tombstoned');
+    await tombstones.first().waitFor();
+    const shownAtOnce = async () => {
+      expect(await ada.getByRole('heading', { level: 3, name: /^Active \(1\)/ }).count()).toBe(1);
+      expect(await ada.getByRole('heading', { level: 3, name: /^Forgotten \(1\)/ }).count()).toBe(1);
+      expect(await ada.locator('section.trust[data-trust="active"] li.fact p.content').allTextContents()).toEqual(['my bicycle sleeps under the stairs']);
+      expect(await tombstones.count()).toBe(1);
+      expect(await tombstones.locator('.forgotten-when').textContent()).toMatch(/^Forgotten .+, asked by Ada \(you\)\.$/);
+      const when = await tombstones.locator('.forgotten-when time').getAttribute('datetime');
+      expect(Math.abs(Date.parse(when ?? '') - Date.now())).toBeLessThan(10 * 60_000);
+      const html = await page.content();
+      expect(html).not.toContain('umbrella');
+      expect(html).not.toContain('green door');
+      return when;
+    };
+    const forgottenAt = await shownAtOnce();
+    await shot(page, 'memory-tombstone');
+
+    // After a reload: the same tombstone, the same moment, from the server.
+    await page.reload();
+    await tombstones.first().waitFor();
+    expect(await shownAtOnce()).toBe(forgottenAt);
+    // The tombstone's history: the forgotten version, without its words.
+    await tombstones.getByRole('button', { name: 'History' }).click();
+    await tombstones.locator('.timeline li.version.tombstoned').first().waitFor();
+    expect(await page.content()).not.toContain('umbrella');
+
+    // Scoped: Cleo's memory with Vault holds her fact and no tombstone of Ada's.
+    const cleos = (await (await page.request.get(`${roster.address}/api/agents/Vault/memory?person=Cleo`)).json()) as { groups: Array<{ facts: Array<{ content: string }>; tombstones: unknown[] }> };
+    expect(cleos.groups.map((group) => ({ facts: group.facts.map((fact) => fact.content), tombstones: group.tombstones.length }))).toEqual([{ facts: ['my scarf is in the red drawer'], tombstones: 0 }]);
+
+    await context.close();
+    expect(problems).toEqual([]);
+  }, 120_000);
 });

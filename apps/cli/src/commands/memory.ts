@@ -77,10 +77,13 @@ export async function runMemoryList(args: string[], io: CommandIo): Promise<numb
       else printFacts(io, facts, '');
       return exitCode.ok;
     }
-    const { agentWide, people } = await readMemoryView({ directory, memory: context.roster.memory }, agent, {
+    const view = await readMemoryView({ directory, memory: context.roster.memory }, agent, {
       ...(validAt === undefined ? {} : { validAt }),
       ...(recordedAt === undefined ? {} : { recordedAt }),
     });
+    const { agentWide } = view;
+    // Everyone who has something remembered; a person with only tombstones has nothing to list here.
+    const people = view.people.filter((group) => group.facts.length > 0);
     if (values.json === true) {
       io.out(JSON.stringify({ agent: agent.name, agentWide: agentWide.map(shown), people: people.map(({ person, facts }) => ({ person: person.name, role: person.role, facts: facts.map(shown) })) }));
       return exitCode.ok;
