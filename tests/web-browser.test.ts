@@ -609,4 +609,65 @@ describe('the web page in a browser', () => {
     await context.close();
     expect(problems).toEqual([]);
   }, 120_000);
+
+  it('refuses a message over 4,000 characters whole, with the limit shown, and sends nothing; shows a counter near the limit', async () => {
+    await roster.addAgent('Parrot', 'Listens.');
+    const context = await browser.newContext();
+    const page = watch(await context.newPage());
+    await page.goto(await roster.loginLink());
+    await expect.poll(() => new URL(page.url()).pathname).toBe('/agents');
+    await page.goto(`${roster.address}/chat?agent=Parrot`);
+    const message = page.getByLabel('Message', { exact: true });
+    await message.waitFor();
+    const counter = page.locator('#message-counter');
+    const transcript = async () =>
+      ((await (await page.request.get(`${roster.address}/api/chat/history?team=false&limit=500`)).json()) as { messages: Array<{ role: string; text: string | null }> }).messages.filter(
+        (line) => line.role === 'person',
+      );
+    const before = await transcript();
+
+    // A short message: no counter.
+    await message.fill('hello there');
+    expect(await counter.isHidden()).toBe(true);
+
+    // A 20,000-character paste: kept whole in the box, counted, and refused with the limit; nothing reaches the server.
+    const paste = 'word '.repeat(4000).trim();
+    await message.fill('');
+    await message.focus();
+    await page.keyboard.insertText(paste);
+    expect((await message.inputValue()).length).toBe(paste.length);
+    await expect.poll(() => counter.textContent()).toBe('19,999 of 4,000 characters: 15,999 too many.');
+    expect(await counter.isVisible()).toBe(true);
+    expect(await message.getAttribute('aria-invalid')).toBe('true');
+    await message.press('Enter');
+    const refusal = page.locator('form.composer .outcome.error');
+    await expect.poll(() => refusal.textContent()).toBe('The message is 19,999 characters; the most is 4,000. Nothing was sent: shorten it, or send it in parts.');
+    await page.getByRole('button', { name: 'Send' }).click();
+    expect(await refusal.textContent()).toContain('the most is 4,000');
+    expect(await page.locator('li.turn.mine:not(.past)').count()).toBe(0);
+    expect((await message.inputValue()).length).toBe(paste.length);
+    await shot(page, 'chat-too-long');
+
+    // 5,000 characters: the same.
+    const five = 'x'.repeat(5000);
+    await message.fill(five);
+    await message.press('Enter');
+    await expect.poll(() => refusal.textContent()).toBe('The message is 5,000 characters; the most is 4,000. Nothing was sent: shorten it, or send it in parts.');
+    expect(await page.locator('li.turn.mine:not(.past)').count()).toBe(0);
+    expect(await transcript()).toEqual(before);
+
+    // The positive control: 3,900 characters, near the limit, counted and sent whole.
+    const near = `${'the lazy dog naps. '.repeat(205)}done.`;
+    await message.fill(near);
+    await expect.poll(() => counter.textContent()).toBe('3,900 of 4,000 characters.');
+    expect(await message.getAttribute('aria-invalid')).toBeNull();
+    await say(page, near);
+    expect(await page.locator('li.turn.mine:not(.past) p').allTextContents()).toEqual([near]);
+    const after = await transcript();
+    expect(after.slice(before.length).map((line) => line.text)).toEqual([near]);
+    expect(await counter.isHidden()).toBe(true);
+
+    await context.close();
+    expect(problems).toEqual([]);
+  }, 120_000);
 });
