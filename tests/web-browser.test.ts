@@ -670,4 +670,23 @@ describe('the web page in a browser', () => {
     await context.close();
     expect(problems).toEqual([]);
   }, 120_000);
+
+  it('says "You are signed out" after Sign out, with how to sign in again, and the session is gone', async () => {
+    const context = await browser.newContext();
+    const page = watch(await context.newPage());
+    await page.goto(await roster.loginLink());
+    await expect.poll(() => new URL(page.url()).pathname).toBe('/agents');
+    expect((await page.request.get(`${roster.address}/api/me`)).status()).toBe(200);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Signed out');
+    const main = (await page.getByRole('main').textContent()) ?? '';
+    expect(main).toContain('You are signed out. To sign in again:');
+    expect(main).toContain('npx roster login-link');
+    expect(main).not.toContain('code after the #');
+    expect(await page.locator('header').getByRole('button', { name: 'Sign out' }).count()).toBe(0);
+    expect((await page.request.get(`${roster.address}/api/me`)).status()).toBe(401);
+    await shot(page, 'signed-out');
+    await context.close();
+    expect(problems).toEqual([]);
+  }, 60_000);
 });
