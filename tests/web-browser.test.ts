@@ -551,4 +551,142 @@ describe('the web page in a browser', () => {
     expect(problems).toEqual([]);
     expectOwnOriginOnly();
   }, 180_000);
+
+  it('turns a forgotten fact into a tombstone at once, with when and who asked, and keeps it one after a reload', async () => {
+    const { directory } = roster.runtime.core;
+    const vault = await directory.addAgent({ name: 'Vault', job: 'Keeps where things are.' });
+    const cleo = await directory.addPerson({ name: 'Cleo' });
+    const remember = (personId: string, content: string) =>
+      roster.runtime.memory.remember({ agentId: vault.id, personId, audience: 'private' }, { content, provenance: { actor: { kind: 'person', id: personId } } });
+    await remember(roster.owner.id, 'my umbrella hangs by the green door');
+    await remember(roster.owner.id, 'my bicycle sleeps under the stairs');
+    await remember(cleo.id, 'my scarf is in the red drawer');
+
+    const context = await browser.newContext();
+    const page = watch(await context.newPage());
+    await page.goto(await roster.loginLink());
+    await expect.poll(() => new URL(page.url()).pathname).toBe('/agents');
+    await page.goto(`${roster.address}/memory?agent=Vault&person=Ada`);
+    const ada = page.locator('section.group', { has: page.getByRole('heading', { level: 2, name: 'About Ada' }) });
+    await ada.getByRole('heading', { level: 3, name: /^Active \(2\)/ }).waitFor();
+
+    const umbrella = ada.locator('li.fact', { hasText: 'my umbrella hangs by the green door' });
+    await umbrella.getByRole('button', { name: 'Forget…' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Forget', exact: true }).click();
+
+    // At once, without a reload: out of Active, a tombstone under Forgotten saying when and who asked, and no word of it.
+    const tombstones = ada.locator('section.trust[data-trust="forgotten"] li.card.tombstoned');
+    await tombstones.first().waitFor();
+    const shownAtOnce = async () => {
+      expect(await ada.getByRole('heading', { level: 3, name: /^Active \(1\)/ }).count()).toBe(1);
+      expect(await ada.getByRole('heading', { level: 3, name: /^Forgotten \(1\)/ }).count()).toBe(1);
+      expect(await ada.locator('section.trust[data-trust="active"] li.fact p.content').allTextContents()).toEqual(['my bicycle sleeps under the stairs']);
+      expect(await tombstones.count()).toBe(1);
+      expect(await tombstones.locator('.forgotten-when').textContent()).toMatch(/^Forgotten .+, asked by Ada \(you\)\.$/);
+      const when = await tombstones.locator('.forgotten-when time').getAttribute('datetime');
+      expect(Math.abs(Date.parse(when ?? '') - Date.now())).toBeLessThan(10 * 60_000);
+      const html = await page.content();
+      expect(html).not.toContain('umbrella');
+      expect(html).not.toContain('green door');
+      return when;
+    };
+    const forgottenAt = await shownAtOnce();
+    await shot(page, 'memory-tombstone');
+
+    // After a reload: the same tombstone, the same moment, from the server.
+    await page.reload();
+    await tombstones.first().waitFor();
+    expect(await shownAtOnce()).toBe(forgottenAt);
+    // The tombstone's history: the forgotten version, without its words.
+    await tombstones.getByRole('button', { name: 'History' }).click();
+    await tombstones.locator('.timeline li.version.tombstoned').first().waitFor();
+    expect(await page.content()).not.toContain('umbrella');
+
+    // Scoped: Cleo's memory with Vault holds her fact and no tombstone of Ada's.
+    const cleos = (await (await page.request.get(`${roster.address}/api/agents/Vault/memory?person=Cleo`)).json()) as { groups: Array<{ facts: Array<{ content: string }>; tombstones: unknown[] }> };
+    expect(cleos.groups.map((group) => ({ facts: group.facts.map((fact) => fact.content), tombstones: group.tombstones.length }))).toEqual([{ facts: ['my scarf is in the red drawer'], tombstones: 0 }]);
+
+    await context.close();
+    expect(problems).toEqual([]);
+  }, 120_000);
+
+  it('refuses a message over 4,000 characters whole, with the limit shown, and sends nothing; shows a counter near the limit', async () => {
+    await roster.addAgent('Parrot', 'Listens.');
+    const context = await browser.newContext();
+    const page = watch(await context.newPage());
+    await page.goto(await roster.loginLink());
+    await expect.poll(() => new URL(page.url()).pathname).toBe('/agents');
+    await page.goto(`${roster.address}/chat?agent=Parrot`);
+    const message = page.getByLabel('Message', { exact: true });
+    await message.waitFor();
+    const counter = page.locator('#message-counter');
+    const transcript = async () =>
+      ((await (await page.request.get(`${roster.address}/api/chat/history?team=false&limit=500`)).json()) as { messages: Array<{ role: string; text: string | null }> }).messages.filter(
+        (line) => line.role === 'person',
+      );
+    const before = await transcript();
+
+    // A short message: no counter.
+    await message.fill('hello there');
+    expect(await counter.isHidden()).toBe(true);
+
+    // A 20,000-character paste: kept whole in the box, counted, and refused with the limit; nothing reaches the server.
+    const paste = 'word '.repeat(4000).trim();
+    await message.fill('');
+    await message.focus();
+    await page.keyboard.insertText(paste);
+    expect((await message.inputValue()).length).toBe(paste.length);
+    await expect.poll(() => counter.textContent()).toBe('19,999 of 4,000 characters: 15,999 too many.');
+    expect(await counter.isVisible()).toBe(true);
+    expect(await message.getAttribute('aria-invalid')).toBe('true');
+    await message.press('Enter');
+    const refusal = page.locator('form.composer .outcome.error');
+    await expect.poll(() => refusal.textContent()).toBe('The message is 19,999 characters; the most is 4,000. Nothing was sent: shorten it, or send it in parts.');
+    await page.getByRole('button', { name: 'Send' }).click();
+    expect(await refusal.textContent()).toContain('the most is 4,000');
+    expect(await page.locator('li.turn.mine:not(.past)').count()).toBe(0);
+    expect((await message.inputValue()).length).toBe(paste.length);
+    await shot(page, 'chat-too-long');
+
+    // 5,000 characters: the same.
+    const five = 'x'.repeat(5000);
+    await message.fill(five);
+    await message.press('Enter');
+    await expect.poll(() => refusal.textContent()).toBe('The message is 5,000 characters; the most is 4,000. Nothing was sent: shorten it, or send it in parts.');
+    expect(await page.locator('li.turn.mine:not(.past)').count()).toBe(0);
+    expect(await transcript()).toEqual(before);
+
+    // The positive control: 3,900 characters, near the limit, counted and sent whole.
+    const near = `${'the lazy dog naps. '.repeat(205)}done.`;
+    await message.fill(near);
+    await expect.poll(() => counter.textContent()).toBe('3,900 of 4,000 characters.');
+    expect(await message.getAttribute('aria-invalid')).toBeNull();
+    await say(page, near);
+    expect(await page.locator('li.turn.mine:not(.past) p').allTextContents()).toEqual([near]);
+    const after = await transcript();
+    expect(after.slice(before.length).map((line) => line.text)).toEqual([near]);
+    expect(await counter.isHidden()).toBe(true);
+
+    await context.close();
+    expect(problems).toEqual([]);
+  }, 120_000);
+
+  it('says "You are signed out" after Sign out, with how to sign in again, and the session is gone', async () => {
+    const context = await browser.newContext();
+    const page = watch(await context.newPage());
+    await page.goto(await roster.loginLink());
+    await expect.poll(() => new URL(page.url()).pathname).toBe('/agents');
+    expect((await page.request.get(`${roster.address}/api/me`)).status()).toBe(200);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Signed out');
+    const main = (await page.getByRole('main').textContent()) ?? '';
+    expect(main).toContain('You are signed out. To sign in again:');
+    expect(main).toContain('npx roster login-link');
+    expect(main).not.toContain('code after the #');
+    expect(await page.locator('header').getByRole('button', { name: 'Sign out' }).count()).toBe(0);
+    expect((await page.request.get(`${roster.address}/api/me`)).status()).toBe(401);
+    await shot(page, 'signed-out');
+    await context.close();
+    expect(problems).toEqual([]);
+  }, 60_000);
 });

@@ -197,6 +197,13 @@ const commands: Command[] = [
     run: async (args, io) => (await import('./commands/memory.js')).runMemoryForget(args, io),
   },
   {
+    path: ['memory', 'correct'],
+    usage: 'roster memory correct --agent N --fact ID --content TEXT [--json]',
+    summary: '“That was wrong”: the fact is retracted and TEXT takes its place; the correction becomes a mirror case, as one said in chat.',
+    details: ['--json             { retracted: { id, content }, fact: { id, content } }'],
+    run: async (args, io) => (await import('./commands/memory.js')).runMemoryCorrect(args, io),
+  },
+  {
     path: ['memory', 'history'],
     usage: 'roster memory history --agent N --fact ID [--json]',
     summary: 'The versions of a fact: what it replaced and what replaced it.',

@@ -187,7 +187,8 @@ async function servePage(app: FastifyInstance): Promise<void> {
         .header('content-security-policy', pagePolicy)
         .header('referrer-policy', 'no-referrer')
         .header('x-content-type-options', 'nosniff')
-        .sendFile(pageShell, publicDirectory),
+        // Without cacheControl: false, the static plugin's settings for the hashed assets (a year, immutable) replace the no-cache above.
+        .sendFile(pageShell, publicDirectory, { cacheControl: false }),
     );
   }
 }

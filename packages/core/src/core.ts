@@ -51,6 +51,12 @@ export function createCore(options: CoreOptions): Core {
     purgeAgent: (name, confirmation) => purgeAgent({ database, memory, directory }, name, confirmation),
     transcript: (input) => conversations.transcript({ ...input, limit: Math.min(Math.max(input.limit ?? 100, 1), 500) }),
     sourceMessages: (input) => conversations.sourceMessages(input),
+    async correctFact(scope, factId, content, provenance) {
+      const result = await memory.correct(scope, factId, content, provenance);
+      // Worded as a person would say it, with what was wrong and what is right: the mirror's probe and judge read it.
+      await learning.recordCorrection(scope, { text: `That was wrong: “${result.retracted.content ?? ''}”. It is: ${result.fact.content ?? content}`, channel: provenance.channel });
+      return result;
+    },
     handle(inbound, turn = {}) {
       return inOrder(`${inbound.channel}:${inbound.conversation.externalId}`, () => handleTurn(inbound, turn));
     },

@@ -28,6 +28,23 @@ export class LearningEventStore {
     });
   }
 
+  /**
+   * A correction made without a message ("that was wrong" from the page's
+   * Correct… or `roster memory correct`): the same learning event a chat
+   * correction records, so harvest makes it a mirror case for that agent and
+   * person. It names no message; a forget of its words finds it by them.
+   */
+  async recordCorrection(scope: Scope, input: { text: string; channel: Channel }): Promise<void> {
+    const text = redactSecrets(input.text).text.slice(0, 4000);
+    await this.database.withScope(scope, async (tx) => {
+      await tx.query(
+        `insert into learning_events (agent_id, person_id, conversation_id, message_id, kind, text, actor_kind, channel)
+         values ($1, $2, null, null, 'correction', $3, 'person', $4)`,
+        [scope.agentId, scope.personId, text, input.channel],
+      );
+    });
+  }
+
   /** The agent's record of a rating, from its feedback tool. */
   async recordFeedback(scope: Scope, input: { messageId: string; rating: 'positive' | 'negative'; comment: string; channel: Channel | 'internal' }): Promise<void> {
     await this.database.withScope(scope, async (tx) => {

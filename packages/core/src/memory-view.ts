@@ -1,4 +1,4 @@
-import type { Fact, Memory } from '@roster/memory';
+import type { Fact, Memory, Tombstone } from '@roster/memory';
 import type { Scope } from '@roster/db';
 import type { Agent, Directory, Person } from './directory.js';
 
@@ -7,8 +7,10 @@ export interface MemoryView {
   agent: Agent;
   /** Facts for everyone the agent talks to. */
   agentWide: Fact[];
-  /** Each person's private facts: with `person`, that person alone (even with none); else everyone who has some. */
-  people: Array<{ person: Person; facts: Fact[] }>;
+  /** What was forgotten of the agent-wide facts: when, and who asked; never its words. */
+  agentWideTombstones: Tombstone[];
+  /** Each person's private facts and tombstones: with `person`, that person alone (even with none); else everyone who has some. */
+  people: Array<{ person: Person; facts: Fact[]; tombstones: Tombstone[] }>;
 }
 
 export interface MemoryViewOptions {
@@ -31,12 +33,18 @@ export async function readMemoryView({ directory, memory }: { directory: Directo
   const validAt = options.validAt ?? recordedAt;
   const read = (scope: Scope): Promise<Fact[]> =>
     validAt === undefined ? memory.list(scope) : memory.asOf(scope, { validAt, ...(recordedAt === undefined ? {} : { recordedAt }) });
-  const agentWide = await read({ agentId: agent.id, personId: null, audience: 'agent' });
+  // Tombstones recorded by the moment read: a fact forgotten later was not yet forgotten then.
+  const tombstones = (scope: Scope): Promise<Tombstone[]> => memory.tombstones(scope, recordedAt === undefined ? {} : { recordedAt });
+  const agentWideScope: Scope = { agentId: agent.id, personId: null, audience: 'agent' };
+  const agentWide = await read(agentWideScope);
+  const agentWideTombstones = await tombstones(agentWideScope);
   const people: MemoryView['people'] = [];
   for (const person of options.person === undefined ? await directory.listPeople() : [options.person]) {
+    const scope: Scope = { agentId: agent.id, personId: person.id, audience: 'private' };
     // A person's scope also reads the agent-wide facts, listed once above.
-    const facts = (await read({ agentId: agent.id, personId: person.id, audience: 'private' })).filter((fact) => fact.audience === 'private');
-    if (facts.length > 0 || options.person !== undefined) people.push({ person, facts });
+    const facts = (await read(scope)).filter((fact) => fact.audience === 'private');
+    const forgotten = await tombstones(scope);
+    if (facts.length > 0 || forgotten.length > 0 || options.person !== undefined) people.push({ person, facts, tombstones: forgotten });
   }
-  return { agent, agentWide, people };
+  return { agent, agentWide, agentWideTombstones, people };
 }

@@ -1,6 +1,6 @@
 import type { Logger } from '@roster/config';
-import type { Database } from '@roster/db';
-import { maxTextLength, type Memory, type SearchResult } from '@roster/memory';
+import type { Database, Scope } from '@roster/db';
+import { maxTextLength, type Fact, type Memory, type Provenance, type SearchResult } from '@roster/memory';
 import type { Agent, Channel, Directory, Person } from './directory.js';
 import type { Engine, EngineFile, EnginePart, EngineToolCall, InboundMessage } from '@roster/contracts';
 import type { LearningSignal } from './signals.js';
@@ -73,6 +73,15 @@ export const maxMessageLength = maxTextLength;
 export interface Core {
   readonly directory: Directory;
   handle(inbound: InboundMessage, options?: TurnOptions): Promise<TurnResult>;
+  /**
+   * “That was wrong”, said at a door that is not a conversation (the page's
+   * Correct…, `roster memory correct`): the fact is retracted and the right
+   * content takes its place, and the correction is recorded as a learning
+   * event under the fact's (agent, person), as a chat correction is, so the
+   * nightly harvest makes it a mirror case. One road: a correction counts
+   * the same whichever door it came through.
+   */
+  correctFact(scope: Scope, factId: string, content: string, provenance: Provenance & { channel: Channel }): Promise<{ retracted: Fact; fact: Fact }>;
   /**
    * Forget every fact of an archived agent, in every scope (tombstones and
    * events as for any forget), then erase the words of everything else it

@@ -13,7 +13,7 @@ import { redactSecrets } from './redact.js';
 import { factColumns, toFact, type FactRow } from './rows.js';
 import { ScopeSizeCache, searchFacts, type SearchOptions } from './search.js';
 import { contentHash, keyedContentHash, validateText } from './text.js';
-import { readableTrust, type Actor, type Fact, type Provenance, type SearchResult, type Trust } from './types.js';
+import { readableTrust, type Actor, type Fact, type Provenance, type SearchResult, type Tombstone, type Trust } from './types.js';
 import { forgetFact, tombstoneMatcher, type TombstoneRow } from './forget.js';
 import { believedAt, believedNow, recordCorrection, recordUpdate, requireCurrent, versionHistory, type HistoryEntry } from './versions.js';
 
@@ -86,6 +86,13 @@ export interface Memory {
    * approvals, lessons, outbox). `erased` counts the rows per place.
    */
   forget(scope: Scope, factId: string, provenance: Provenance): Promise<{ fact: Fact; tombstoneId: string; messagesErased: number; erased: Record<string, number> }>;
+  /**
+   * The tombstones of this scope's own memory (the person's, or the
+   * agent-wide one's), newest first, not lifted, recorded at or before
+   * `recordedAt` when given: when each fact was forgotten and who asked, so
+   * a forgotten fact stays visible as forgotten rather than vanishing.
+   */
+  tombstones(scope: Scope, options?: { recordedAt?: Date }): Promise<Tombstone[]>;
   /** Whether an automatic path would be refused this text (it matches a tombstone). */
   isTombstoned(scope: Scope, content: string): Promise<boolean>;
   get(scope: Scope, factId: string): Promise<Fact>;
@@ -380,6 +387,31 @@ export function createMemory(options: MemoryOptions): Memory {
 
     forget(scope, factId, provenance) {
       return forgetFact({ database, key, loadFact, event }, scope, factId, provenance);
+    },
+
+    async tombstones(scope, options = {}) {
+      return database.withScope(scope, async (tx) => {
+        const { rows } = await tx.query<{ id: string; fact_id: string | null; person_id: string | null; created_at: Date; actor_kind: Actor['kind'] | null; actor_id: string | null }>(
+          `select t.id, t.fact_id, t.person_id, t.created_at, e.actor_kind, e.actor_id
+           from tombstones t
+           left join lateral (
+             select e.actor_kind, e.actor_id from memory_events e
+             where e.agent_id = t.agent_id and e.target_kind = 'fact' and e.target_id = t.fact_id::text and e.action = 'forget'
+             order by e.seq limit 1
+           ) e on true
+           where t.lifted_at is null and t.agent_id = $1 and t.person_id is not distinct from $2
+             and ($3::timestamptz is null or t.created_at <= $3)
+           order by t.created_at desc, t.id`,
+          [scope.agentId, scope.personId, options.recordedAt ?? null],
+        );
+        return rows.map((row) => ({
+          id: row.id,
+          factId: row.fact_id,
+          personId: row.person_id,
+          forgottenAt: row.created_at,
+          forgottenBy: row.actor_kind === null ? null : { kind: row.actor_kind, ...(row.actor_id === null ? {} : { id: row.actor_id }) },
+        }));
+      });
     },
 
     async isTombstoned(scope, content) {

@@ -84,3 +84,19 @@ export interface SearchResult {
   /** An estimate of the tokens the fact takes in a prompt. */
   tokens: number;
 }
+
+/**
+ * What a forgotten fact leaves where people look: that something was
+ * forgotten, when, and who asked. Never a word of it (the keyed hashes that
+ * stop it coming back are not shown either).
+ */
+export interface Tombstone {
+  id: string;
+  /** The forgotten version the forget was asked of (its row stays, without content). */
+  factId: string | null;
+  /** The person whose fact it was; null: an agent-wide fact. */
+  personId: string | null;
+  forgottenAt: Date;
+  /** Who asked to forget it, from the forget's audit event; null when the event is not found. */
+  forgottenBy: Actor | null;
+}

@@ -77,10 +77,13 @@ export async function runMemoryList(args: string[], io: CommandIo): Promise<numb
       else printFacts(io, facts, '');
       return exitCode.ok;
     }
-    const { agentWide, people } = await readMemoryView({ directory, memory: context.roster.memory }, agent, {
+    const view = await readMemoryView({ directory, memory: context.roster.memory }, agent, {
       ...(validAt === undefined ? {} : { validAt }),
       ...(recordedAt === undefined ? {} : { recordedAt }),
     });
+    const { agentWide } = view;
+    // Everyone who has something remembered; a person with only tombstones has nothing to list here.
+    const people = view.people.filter((group) => group.facts.length > 0);
     if (values.json === true) {
       io.out(JSON.stringify({ agent: agent.name, agentWide: agentWide.map(shown), people: people.map(({ person, facts }) => ({ person: person.name, role: person.role, facts: facts.map(shown) })) }));
       return exitCode.ok;
@@ -109,6 +112,26 @@ export async function runMemoryForget(args: string[], io: CommandIo): Promise<nu
     const scope = await scopeOfFact(context, values.agent, values.fact);
     const result = await context.roster.memory.forget(scope, values.fact, owner);
     io.out(`Forgotten. ${result.messagesErased} message${result.messagesErased === 1 ? '' : 's'} erased with it; only a hash is kept, so it is not learned again by itself.`);
+    return exitCode.ok;
+  } finally {
+    await context.database.close();
+  }
+}
+
+/**
+ * “That was wrong”, from the terminal: through the core, as the page's
+ * Correct… and a chat correction, so it is a learning event for the fact's
+ * agent and person and, after harvest, a mirror case.
+ */
+export async function runMemoryCorrect(args: string[], io: CommandIo): Promise<number> {
+  const { values } = parseCommand(args, { agent: { type: 'string' }, fact: { type: 'string' }, content: { type: 'string' }, json: { type: 'boolean' } });
+  if (typeof values.agent !== 'string' || typeof values.fact !== 'string' || typeof values.content !== 'string') throw new UsageError('--agent, --fact and --content are required.');
+  const context = await openRoster(io);
+  try {
+    const scope = await scopeOfFact(context, values.agent, values.fact);
+    const { retracted, fact } = await context.roster.core.correctFact(scope, values.fact, values.content, owner);
+    if (values.json === true) io.out(JSON.stringify({ retracted: { id: retracted.id, content: retracted.content }, fact: { id: fact.id, content: fact.content } }));
+    else io.out(`Corrected: ${fact.id}  ${fact.content ?? ''} (it was wrong: ${retracted.id}). The next harvest makes it a mirror case.`);
     return exitCode.ok;
   } finally {
     await context.database.close();

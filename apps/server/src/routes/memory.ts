@@ -1,6 +1,6 @@
 import { readMemoryView, type Agent } from '@roster/core';
 import type { Scope } from '@roster/db';
-import { FactNotFoundError, type Fact, type Provenance } from '@roster/memory';
+import { FactNotFoundError, type Fact, type Provenance, type Tombstone } from '@roster/memory';
 import { z } from 'zod';
 import type { Viewer } from '../access.js';
 import type { RouteContext } from '../context.js';
@@ -15,6 +15,17 @@ const listedFactSchema = factSchema.extend({
   provenance: provenanceSchema.extend({
     sources: z.array(sourceMessageSchema).describe('The messages it was drawn from: door, time, who; the words only of the reader’s own lines, and none once forgotten.'),
   }),
+});
+
+/** A forgotten fact where it was: when it was forgotten and who asked, never a word of it. */
+const tombstoneSchema = z.object({
+  id: z.uuid(),
+  factId: z.uuid().nullable().describe('The forgotten version (its history stays readable, without content).'),
+  forgottenAt: z.iso.datetime(),
+  forgottenBy: z
+    .object({ kind: z.string(), id: z.string().nullable(), name: z.string().nullable().describe('The person’s name when a person (or the owner) asked.') })
+    .nullable()
+    .describe('Who asked to forget it, from the audit log.'),
 });
 
 /** Who made a change from the web: the owner's tool, or the person about their own memory. */
@@ -49,7 +60,18 @@ export function memoryRoutes({ routes, runtime }: RouteContext): void {
       validAt: time.optional().describe('What was true at this time.'),
       recordedAt: time.optional().describe('What was believed at this time.'),
     }),
-    response: { status: 200, schema: z.object({ groups: z.array(z.object({ person: personRefSchema.nullable(), facts: z.array(listedFactSchema) })) }) },
+    response: {
+      status: 200,
+      schema: z.object({
+        groups: z.array(
+          z.object({
+            person: personRefSchema.nullable(),
+            facts: z.array(listedFactSchema),
+            tombstones: z.array(tombstoneSchema).describe('What was forgotten here (by the time read), newest first: when, and who asked.'),
+          }),
+        ),
+      }),
+    },
     errors: [404],
     async handle({ params, query, viewer }) {
       const agent = await directory.agentByName(params.name);
@@ -68,8 +90,18 @@ export function memoryRoutes({ routes, runtime }: RouteContext): void {
         const shown = showFact(fact);
         return { ...shown, provenance: { ...shown.provenance, sources: fact.sourceMessageIds.flatMap((id) => sources.get(id) ?? []) } };
       };
-      const people = view.people.map((group) => ({ person: { id: group.person.id, name: group.person.name }, facts: group.facts.map(show) }));
-      return { groups: person === undefined ? [{ person: null, facts: view.agentWide.map(show) }, ...people] : people };
+      const names = new Map((await directory.listPeople()).map((someone) => [someone.id, someone.name] as const));
+      const buried = (tombstone: Tombstone) => ({
+        id: tombstone.id,
+        factId: tombstone.factId,
+        forgottenAt: tombstone.forgottenAt.toISOString(),
+        forgottenBy:
+          tombstone.forgottenBy === null
+            ? null
+            : { kind: tombstone.forgottenBy.kind, id: tombstone.forgottenBy.id ?? null, name: tombstone.forgottenBy.id === undefined ? null : (names.get(tombstone.forgottenBy.id) ?? null) },
+      });
+      const people = view.people.map((group) => ({ person: { id: group.person.id, name: group.person.name }, facts: group.facts.map(show), tombstones: group.tombstones.map(buried) }));
+      return { groups: person === undefined ? [{ person: null, facts: view.agentWide.map(show), tombstones: view.agentWideTombstones.map(buried) }, ...people] : people };
     },
   });
 
@@ -108,7 +140,7 @@ export function memoryRoutes({ routes, runtime }: RouteContext): void {
   routes.add({
     method: 'POST',
     url: '/api/agents/:name/facts/:id/correct',
-    summary: '“That was wrong”: the fact is retracted and the right content takes its valid time.',
+    summary: '“That was wrong”: the fact is retracted and the right content takes its valid time; the correction is a learning event for the agent and person, as one said in chat (harvest makes it a mirror case).',
     access: 'person',
     params: factParams,
     body: contentBody,
@@ -116,7 +148,8 @@ export function memoryRoutes({ routes, runtime }: RouteContext): void {
     errors: [404, 409, 413],
     async handle({ params, body, viewer }) {
       const agent = await directory.agentByName(params.name);
-      const { fact, retracted } = await memory.correct(await scopeFor(viewer, agent, params.id), params.id, body.content, provenanceOf(viewer));
+      // Through the core, as a chat correction: a learning event, and after harvest a mirror case, for this agent and person.
+      const { fact, retracted } = await runtime.core.correctFact(await scopeFor(viewer, agent, params.id), params.id, body.content, { ...provenanceOf(viewer), channel: 'web' });
       return { fact: showFact(fact), retracted: showFact(retracted) };
     },
   });
@@ -157,12 +190,26 @@ export function memoryRoutes({ routes, runtime }: RouteContext): void {
     summary: 'Forget a fact for good: its words are erased everywhere; a tombstone keeps it from coming back.',
     access: 'person',
     params: factParams,
-    response: { status: 200, schema: z.object({ fact: factSchema, erased: z.record(z.string(), z.number()) }) },
+    response: {
+      status: 200,
+      schema: z.object({ fact: factSchema, tombstone: tombstoneSchema.describe('What the memory listing shows in its place from now on.'), erased: z.record(z.string(), z.number()) }),
+    },
     errors: [404, 409],
     async handle({ params, viewer }) {
       const agent = await directory.agentByName(params.name);
-      const result = await memory.forget(await scopeFor(viewer, agent, params.id), params.id, provenanceOf(viewer));
-      return { fact: showFact(result.fact), erased: Object.fromEntries(Object.entries(result.erased).map(([place, count]) => [place, Number(count)])) };
+      const scope = await scopeFor(viewer, agent, params.id);
+      const result = await memory.forget(scope, params.id, provenanceOf(viewer));
+      const tombstone = (await memory.tombstones(scope)).find((candidate) => candidate.id === result.tombstoneId);
+      return {
+        fact: showFact(result.fact),
+        tombstone: {
+          id: result.tombstoneId,
+          factId: result.fact.id,
+          forgottenAt: (tombstone?.forgottenAt ?? new Date()).toISOString(),
+          forgottenBy: { kind: viewer.person.role === 'owner' ? 'owner' : 'person', id: viewer.person.id, name: viewer.person.name },
+        },
+        erased: Object.fromEntries(Object.entries(result.erased).map(([place, count]) => [place, Number(count)])),
+      };
     },
   });
 }

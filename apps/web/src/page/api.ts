@@ -65,6 +65,15 @@ export interface Fact {
 export interface FactGroup {
   person: { id: string; name: string } | null;
   facts: Fact[];
+  /** What was forgotten here, newest first: when, and who asked; never its words. */
+  tombstones: Tombstone[];
+}
+
+export interface Tombstone {
+  id: string;
+  factId: string | null;
+  forgottenAt: string;
+  forgottenBy: { kind: string; id: string | null; name: string | null } | null;
 }
 
 export interface FactVersion {

@@ -83,7 +83,10 @@ function header(person: Person | null, current: string): HTMLElement {
     }
     me = null;
     setCsrfToken(null);
-    navigate('/login', true);
+    // Said plainly, with the way back in; not the sign-in link's page, which would ask for a code nobody was given.
+    history.replaceState(null, '', '/login');
+    signedOutPage('/login', 'signed-out');
+    app.querySelector<HTMLElement>('main h1')?.focus();
   });
   return h(
     'header',
@@ -122,11 +125,12 @@ async function session(): Promise<Person | null> {
   }
 }
 
-function signedOutPage(current: string): void {
-  const root = layout(null, current, 'Sign in');
+/** The page without a session: after Sign out, or when the session ended (or never was), with how to sign in again. */
+function signedOutPage(current: string, reason: 'signed-out' | 'no-session' = 'no-session'): void {
+  const root = layout(null, current, reason === 'signed-out' ? 'Signed out' : 'Sign in');
   replace(
     root,
-    h('p', null, 'You are not signed in, or your session ended.'),
+    h('p', { role: 'status' }, reason === 'signed-out' ? 'You are signed out. To sign in again:' : 'You are not signed in, or your session ended.'),
     h('p', null, 'On the machine that runs Roster, run ', h('code', null, 'npx roster login-link'), ' and open the link it prints. A link works once, for 15 minutes.'),
   );
 }

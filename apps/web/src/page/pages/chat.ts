@@ -2,7 +2,21 @@ import { api, chat, type ChatMemory, type ChatToolCall, type TranscriptLine, typ
 import { field, h, replace, select } from '../dom.ts';
 import { badge, empty, errorText, listAgents, loading, type PageContext } from '../ui.ts';
 
+/** The longest message the server takes, in characters (code points, after trimming), as the CLI and the API count them. */
 const maxLength = 4000;
+/** From here on, the composer shows how many characters are left. */
+const counterFrom = 3600;
+const numberFormat = new Intl.NumberFormat('en-US');
+
+/** A message's length as the server counts it. */
+function lengthOf(words: string): number {
+  return [...words.trim()].length;
+}
+
+/** The sentence that refuses a message over the limit: its length, the limit, and what to do. */
+function tooLong(length: number): string {
+  return `The message is ${numberFormat.format(length)} characters; the most is ${numberFormat.format(maxLength)}. Nothing was sent: shorten it, or send it in parts.`;
+}
 
 /** One reply as it streams in: the agent's name, its words, then what it used. */
 interface Reply {
@@ -82,10 +96,25 @@ export async function chatPage(context: PageContext): Promise<void> {
 
   const history = await api<{ conversationId: string | null; messages: TranscriptLine[] }>('GET', `/api/chat/history?team=${chosen === 'team'}&limit=100`);
   const log = h('ol', { class: 'log', role: 'log', 'aria-live': 'polite', 'aria-label': chosen === 'team' ? 'Conversation with the whole team' : `Conversation with ${chosen}` }, history.messages.map(pastLine));
-  const message = h('textarea', { name: 'message', rows: '3', maxlength: String(maxLength), required: true, placeholder: 'Say something; “remember that …” stores a fact.' });
+  // No maxlength: it would cut a long paste silently. The counter says when the limit nears, and a longer message is refused whole.
+  const message = h('textarea', { name: 'message', rows: '3', required: true, 'aria-describedby': 'message-counter', placeholder: 'Say something; “remember that …” stores a fact.' });
+  const counter = h('p', { class: 'counter', id: 'message-counter', 'aria-live': 'polite', hidden: true });
+  const count = (): number => {
+    const length = lengthOf(message.value);
+    const over = length > maxLength;
+    counter.hidden = length < counterFrom;
+    counter.className = over ? 'counter over' : 'counter';
+    counter.textContent = over
+      ? `${numberFormat.format(length)} of ${numberFormat.format(maxLength)} characters: ${numberFormat.format(length - maxLength)} too many.`
+      : `${numberFormat.format(length)} of ${numberFormat.format(maxLength)} characters.`;
+    if (over) message.setAttribute('aria-invalid', 'true');
+    else message.removeAttribute('aria-invalid');
+    return length;
+  };
+  message.addEventListener('input', count);
   const send = h('button', { type: 'submit', class: 'primary' }, 'Send');
   const problem = h('p', { class: 'outcome', role: 'alert' });
-  const composer = h('form', { class: 'composer', 'aria-label': 'Send a message' }, field('Message', message, 'Enter sends; Shift+Enter starts a new line.'), h('div', { class: 'actions' }, send), problem);
+  const composer = h('form', { class: 'composer', 'aria-label': 'Send a message' }, field('Message', message, `Enter sends; Shift+Enter starts a new line. At most ${numberFormat.format(maxLength)} characters.`), counter, h('div', { class: 'actions' }, send), problem);
   let conversation: string | undefined = history.conversationId ?? undefined;
 
   message.addEventListener('keydown', (event) => {
@@ -99,12 +128,21 @@ export async function chatPage(context: PageContext): Promise<void> {
     event.preventDefault();
     const words = message.value.trim();
     if (words === '' || send.disabled) return;
+    // Refused whole, never cut: the words stay for the person to shorten.
+    const length = count();
+    if (length > maxLength) {
+      problem.className = 'outcome error';
+      problem.textContent = tooLong(length);
+      message.focus();
+      return;
+    }
     send.disabled = true;
     message.setAttribute('aria-busy', 'true');
     problem.textContent = '';
     problem.className = 'outcome';
     log.appendChild(h('li', { class: 'turn mine' }, h('span', { class: 'speaker' }, 'You'), h('p', null, words)));
     message.value = '';
+    count();
     const replies = new Map<string, Reply>();
     const replyFor = (agent: string): Reply => {
       let reply = replies.get(agent);
@@ -145,7 +183,10 @@ export async function chatPage(context: PageContext): Promise<void> {
       problem.className = 'outcome error';
       problem.textContent = errorText(error);
       // The words stay so they can be sent again.
-      if (replies.size === 0) message.value = words;
+      if (replies.size === 0) {
+        message.value = words;
+        count();
+      }
     } finally {
       for (const reply of replies.values()) reply.body.classList.remove('streaming');
       send.disabled = false;

@@ -1,4 +1,4 @@
-import { api, segment, withQuery, type Fact, type FactGroup, type FactVersion, type PersonWithIdentities, type SourceMessage } from '../api.ts';
+import { api, segment, withQuery, type Fact, type FactGroup, type FactVersion, type PersonWithIdentities, type SourceMessage, type Tombstone } from '../api.ts';
 import { field, h, replace, select, time, type Child } from '../dom.ts';
 import { action, agentChooser, badge, confirmStep, empty, errorText, form, isOwner, listAgents, loading, outcome, text, type PageContext } from '../ui.ts';
 
@@ -54,6 +54,62 @@ function tombstone(): HTMLElement {
 /** A forgotten version in a history: where it was, without a word of it. */
 function tombstoneLine(): HTMLElement {
   return h('p', { class: 'tombstone' }, 'Forgotten: content erased.');
+}
+
+/** Who asked to forget, as the page names them. */
+function whoAsked(view: MemoryView, by: Tombstone['forgottenBy']): string {
+  if (by === null) return 'someone';
+  if (by.id !== null && by.id === view.context.me.id) return `${view.context.me.name} (you)`;
+  if (by.name !== null) return by.name;
+  if (by.kind === 'owner') return by.id === 'cli' ? 'the owner, on the command line' : 'the owner';
+  if (by.kind === 'agent') return by.id === null ? 'the agent' : `the agent ${by.id}`;
+  if (by.kind === 'job') return by.id === null ? 'a job' : `the ${by.id} job`;
+  return by.kind;
+}
+
+/** A forgotten fact where it was: when it was forgotten and who asked; not a word of it. */
+function tombstoneCard(view: MemoryView, buried: Tombstone, options: { openHistory?: boolean } = {}): HTMLElement {
+  const historyBox = h('div', { class: 'history' });
+  const showHistory = async (): Promise<void> => {
+    if (buried.factId === null) return;
+    replace(historyBox, h('p', { class: 'loading' }, 'Loading history…'));
+    try {
+      const { versions } = await api<{ versions: FactVersion[] }>('GET', `/api/agents/${segment(view.agent)}/facts/${segment(buried.factId)}/history`);
+      replace(historyBox, timeline(view, versions));
+    } catch (error) {
+      replace(historyBox, h('p', { class: 'outcome error', role: 'alert' }, errorText(error)));
+    }
+  };
+  if (options.openHistory === true) void showHistory();
+  return h(
+    'li',
+    { class: 'card fact tombstoned', 'data-tombstone-id': buried.id, ...(buried.factId === null ? {} : { 'data-fact-id': buried.factId }) },
+    h('div', { class: 'card-head' }, badge('forgotten')),
+    h('p', { class: 'forgotten-when' }, 'Forgotten ', time(buried.forgottenAt), ', asked by ', h('strong', null, whoAsked(view, buried.forgottenBy)), '.'),
+    tombstone(),
+    buried.factId === null ? null : h('div', { class: 'actions', role: 'group', 'aria-label': 'Fact actions' }, action('History', showHistory)),
+    historyBox,
+  );
+}
+
+/** The heading of a list of cards, with how many it holds. */
+function trustHeading(trust: string, count: number): HTMLElement {
+  return h('h3', null, `${trust[0]!.toUpperCase()}${trust.slice(1)} `, h('span', { class: 'count' }, `(${count})`), h('small', { class: 'hint' }, ` ${trustMeaning[trust] ?? ''}`));
+}
+
+/** A group's tombstones, newest first, under "Forgotten (n)". */
+function forgottenSection(view: MemoryView, tombstones: Tombstone[]): HTMLElement {
+  return h('section', { class: 'trust', 'data-trust': 'forgotten' }, trustHeading('forgotten', tombstones.length), h('ul', { class: 'cards' }, tombstones.map((item) => tombstoneCard(view, item))));
+}
+
+/** Say how many cards a trust section holds now; an emptied one goes. */
+function recount(section: Element): void {
+  const count = section.querySelectorAll(':scope > ul.cards > li').length;
+  if (count === 0) section.remove();
+  else {
+    const label = section.querySelector(':scope > h3 .count');
+    if (label !== null) label.textContent = `(${count})`;
+  }
 }
 
 interface MemoryView {
@@ -169,16 +225,31 @@ function factCard(view: MemoryView, fact: Fact): HTMLElement {
       confirm: 'Forget',
     });
     if (!confirmed) return;
+    let buried: Tombstone;
     try {
-      await api('POST', `${base}/forget`);
+      ({ tombstone: buried } = await api<{ tombstone: Tombstone }>('POST', `${base}/forget`));
     } catch (error) {
       report.fail(error);
       return;
     }
-    // The card keeps no word of it: the tombstone, then the history as the server tells it now.
-    replace(card, h('div', { class: 'card-head' }, badge('forgotten')), tombstone(), historyBox);
+    // The card keeps no word of it: it leaves its trust's list and becomes a tombstone under Forgotten, as a reload shows it.
+    const section = card.closest('section.trust');
+    const group = card.closest('section.group');
+    // Then the history as the server tells it now.
+    const grave = tombstoneCard(view, buried, { openHistory: true });
+    if (group === null) card.replaceWith(grave);
+    else {
+      card.remove();
+      if (section !== null) recount(section);
+      let forgottenList = group.querySelector(':scope > section.trust[data-trust="forgotten"] > ul.cards');
+      if (forgottenList === null) {
+        group.append(forgottenSection(view, []));
+        forgottenList = group.querySelector(':scope > section.trust[data-trust="forgotten"] > ul.cards')!;
+      }
+      forgottenList.prepend(grave);
+      recount(forgottenList.parentElement!);
+    }
     view.context.announce('The fact was forgotten.');
-    await showHistory();
   };
 
   const actions: Child[] =
@@ -325,7 +396,7 @@ export async function memoryPage(context: PageContext): Promise<void> {
   const when = view.past
     ? h('p', { class: 'when' }, validAt === null ? null : ['What was true on ', time(validAt)], validAt !== null && recordedAt !== null ? ', ' : null, recordedAt === null ? null : ['as believed on ', time(recordedAt)], '.')
     : null;
-  const total = groups.reduce((sum, group) => sum + group.facts.length, 0);
+  const total = groups.reduce((sum, group) => sum + group.facts.length + group.tombstones.length, 0);
   if (total === 0) {
     replace(result, when, empty(`${agent} remembers nothing here${view.past ? ' at that time' : ' yet'}. Tell it “remember that …” in the chat.`));
     return;
@@ -334,7 +405,7 @@ export async function memoryPage(context: PageContext): Promise<void> {
     result,
     when,
     groups
-      .filter((group) => group.facts.length > 0)
+      .filter((group) => group.facts.length > 0 || group.tombstones.length > 0)
       .map((group) => {
         const title = group.person === null ? 'Agent-wide (for everyone)' : `About ${group.person.name}`;
         const headingId = `group-${group.person?.id ?? 'agent'}`;
@@ -343,13 +414,9 @@ export async function memoryPage(context: PageContext): Promise<void> {
           { class: 'group', 'aria-labelledby': headingId },
           h('h2', { id: headingId }, title),
           byTrust(group.facts).map(([trust, facts]) =>
-            h(
-              'section',
-              { class: 'trust' },
-              h('h3', null, `${trust[0]!.toUpperCase()}${trust.slice(1)} `, h('span', { class: 'count' }, `(${facts.length})`), h('small', { class: 'hint' }, ` ${trustMeaning[trust] ?? ''}`)),
-              h('ul', { class: 'cards' }, facts.map((fact) => factCard(view, fact))),
-            ),
+            h('section', { class: 'trust', 'data-trust': trust }, trustHeading(trust, facts.length), h('ul', { class: 'cards' }, facts.map((fact) => factCard(view, fact)))),
           ),
+          group.tombstones.length === 0 ? null : forgottenSection(view, group.tombstones),
         );
       }),
   );
