@@ -338,7 +338,7 @@ describe('memory', () => {
 
     const own = await call('GET', '/api/agents/Scout/memory?person=Ada', { as: member });
     expect(own.statusCode).toBe(200);
-    expect(own.json()).toEqual({ groups: [{ person: { id: bob.id, name: 'Bob' }, facts: [expect.objectContaining({ id: bobFact, content: 'my cat is called Miso', trust: expect.any(String) })] }] });
+    expect(own.json()).toEqual({ groups: [{ person: { id: bob.id, name: 'Bob' }, facts: [expect.objectContaining({ id: bobFact, content: 'my cat is called Miso', trust: expect.any(String) })], tombstones: [] }] });
     expect(own.body).not.toContain('Lia');
 
     // Another person's fact: 404, for reading and for changing, and it is untouched.
