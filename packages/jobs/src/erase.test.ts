@@ -199,7 +199,7 @@ describe('an installation whose planner sampled words before this version', () =
       expect(await wordsSampled('zephyrquokka')).toBe(true);
 
       const report = await migrate(upgraded.database);
-      expect(report.applied.map((migration) => migration.name)).toEqual(['0025_statistics_without_words']);
+      expect(report.applied.map((migration) => migration.name)).toContain('0025_statistics_without_words');
       expect(await wordsSampled('zephyrquokka')).toBe(false);
       const pending = await upgraded.database.adminScope('test: the erase the upgrade queued', async (tx) =>
         (await tx.query<{ payload: { tables: string[] } }>(`select payload from outbox where queue = 'erase' and dedupe_key = 'erase:pending'`)).rows,
