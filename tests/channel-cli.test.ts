@@ -22,7 +22,7 @@ describe('roster channel', () => {
     const bindings = async () => (await list()).flatMap((entry) => entry.bindings);
 
     for (const [args, message] of [
-      [['channel', 'add', 'fax'], /A channel is one of discord, slack, telegram, whatsapp, got "fax"/],
+      [['channel', 'add', 'fax'], /A channel is one of discord, matrix, slack, telegram, whatsapp, got "fax"/],
       [['channel', 'add', 'telegram', '--policy', 'everyone'], /--policy is one of pairing, allowlist, open, got "everyone"/],
       [['channel', 'add', 'telegram', '--allow', '5000001'], /--allow lists handles for --policy allowlist only/],
       [['channel', 'add', 'slack', '--token', 'x'], /slack takes --bot-token, --signing-secret, --app-token, not --token/],
@@ -66,7 +66,7 @@ describe('roster channel', () => {
       [['channel', 'add', 'discord', '--channel', 'general'], /--channel: A Discord channel id is 17 to 20 digits .*got "general"/],
       // With a token: the wrong id is found before the token is stored.
       [['channel', 'add', 'discord', '--token', 'MTA.fake.discord-token', '--channel', `${general},12345`], /got "12345"/],
-      [['channel', 'add', 'discord', '--channel', ','], /--channel takes Discord channel ids/],
+      [['channel', 'add', 'discord', '--channel', ','], /--channel takes Discord server channels by id/],
       [['channel', 'add', 'telegram', '--channel', general], /--channel binds Discord server channels; telegram has none/],
       [['channel', 'add', 'discord', '--account', 'second', '--channel', general], /give --channel without --account/],
     ] as const) {
