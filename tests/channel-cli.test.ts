@@ -67,7 +67,7 @@ describe('roster channel', () => {
       // With a token: the wrong id is found before the token is stored.
       [['channel', 'add', 'discord', '--token', 'MTA.fake.discord-token', '--channel', `${general},12345`], /got "12345"/],
       [['channel', 'add', 'discord', '--channel', ','], /--channel takes Discord server channels by id/],
-      [['channel', 'add', 'telegram', '--channel', general], /--channel binds Discord server channels; telegram has none/],
+      [['channel', 'add', 'telegram', '--channel', general], /telegram takes --token, not --channel/],
       [['channel', 'add', 'discord', '--account', 'second', '--channel', general], /give --channel without --account/],
     ] as const) {
       const refused = await runRoster([...args], env);
