@@ -110,7 +110,7 @@ export async function startFakeTelegram(options: { token?: string; webhook?: boo
     });
   }
 
-  async function getUpdates(body: { offset?: number; timeout?: number; limit?: number }): Promise<unknown[] | null> {
+  async function getUpdates(body: { offset?: number; timeout?: number; limit?: number }, gone: () => boolean = () => false): Promise<unknown[] | null> {
     // The bot came back: what it was given before is handled (telegraf awaits its handlers between
     // polls) and confirmed by the new offset, so it leaves the queue. A redelivery is queued anew.
     for (let index = queue.length - 1; index >= 0; index -= 1) {
@@ -126,7 +126,8 @@ export async function startFakeTelegram(options: { token?: string; webhook?: boo
       // Long polling: hold the call until an update arrives, but not long, so that stopping is quick.
       await new Promise<void>((resolve) => {
         heldPoll = () => {
-          superseded = true;
+          // A poll whose caller hung up (a stopping process) is not held any more: nothing is cut off.
+          superseded = !gone();
           waiting.delete(done);
           clearTimeout(timer);
           resolve();
@@ -143,6 +144,8 @@ export async function startFakeTelegram(options: { token?: string; webhook?: boo
       });
     }
     heldPoll = null;
+    // Nothing goes to a caller that hung up: what is queued waits for the next poll.
+    if (gone()) return [];
     if (superseded) {
       conflicts += 1;
       return null;
@@ -166,7 +169,7 @@ export async function startFakeTelegram(options: { token?: string; webhook?: boo
     return null;
   }
 
-  async function answer(method: string, body: Record<string, unknown>): Promise<{ status: number; body: unknown }> {
+  async function answer(method: string, body: Record<string, unknown>, gone: () => boolean = () => false): Promise<{ status: number; body: unknown }> {
     const ok = (result: unknown) => ({ status: 200, body: { ok: true, result } });
     switch (method) {
       case 'getFile': {
@@ -187,7 +190,7 @@ export async function startFakeTelegram(options: { token?: string; webhook?: boo
         return ok(true);
       }
       case 'getUpdates': {
-        const updates = await getUpdates(body as { offset?: number; timeout?: number; limit?: number });
+        const updates = await getUpdates(body as { offset?: number; timeout?: number; limit?: number }, gone);
         if (updates === null) {
           return { status: 409, body: { ok: false, error_code: 409, description: 'Conflict: terminated by other getUpdates request; make sure that only one bot instance is running' } };
         }
@@ -233,6 +236,10 @@ export async function startFakeTelegram(options: { token?: string; webhook?: boo
   }
 
   const server = http.createServer((request, response) => {
+    let hungUp = false;
+    response.on('close', () => {
+      if (!response.writableEnded) hungUp = true;
+    });
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
@@ -267,7 +274,7 @@ export async function startFakeTelegram(options: { token?: string; webhook?: boo
         return reply(400, { ok: false, error_code: 400, description: 'Bad Request: invalid JSON' });
       }
       requests.push({ method, body });
-      answer(method, body).then(
+      answer(method, body, () => hungUp).then(
         (result) => reply(result.status, result.body),
         () => reply(500, { ok: false, error_code: 500, description: 'Internal Server Error' }),
       );
