@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { ConfigError, type ConfigIssue } from '@roster/errors';
-import type { VariableSpec } from '@roster/contracts';
+import { optionalSecret, optionalUrl, urlWithProtocols, type VariableSpec } from '@roster/contracts';
 import { z } from 'zod';
 import { installationKeyFormat, parseInstallationKey } from './installation-key.js';
 
@@ -13,34 +13,6 @@ const optionalText = z
   .trim()
   .transform((value) => (value === '' ? undefined : value))
   .optional();
-
-function urlWithProtocols(protocols: readonly string[]) {
-  return z
-    .string()
-    .trim()
-    .refine((value) => {
-      try {
-        return protocols.includes(new URL(value).protocol);
-      } catch {
-        return false;
-      }
-    });
-}
-
-function optionalUrl(protocols: readonly string[]) {
-  return z
-    .union([z.literal(''), urlWithProtocols(protocols)])
-    .optional()
-    .transform((value) => (value === '' || value === undefined ? undefined : value));
-}
-
-function optionalSecret(minLength = 1) {
-  return z
-    .string()
-    .optional()
-    .transform((value) => (value === undefined || value.trim() === '' ? undefined : value.trim()))
-    .refine((value) => value === undefined || value.length >= minLength);
-}
 
 const port = z.coerce.number().int().min(1).max(65_535);
 

@@ -25,4 +25,4 @@ export {
 } from './channel-plugin.js';
 export type { Engine, EngineFile, EngineMessage, EnginePart, EngineRequest, EngineResult, EngineTool, EngineToolCall, FileKind } from './engine.js';
 export { channelNamePattern, localDoors, maxFileBytes, maxFiles, type Channel, type InboundFile, type InboundMessage } from './inbound.js';
-export { flag, optionalSecret, optionalUrl } from './variables.js';
+export { flag, optionalSecret, optionalUrl, urlWithProtocols } from './variables.js';

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 
-/** A URL with one of these protocols, or unset (an empty value is unset). */
-export function optionalUrl(protocols: readonly string[]) {
-  const url = z
+/** A URL with one of these protocols. */
+export function urlWithProtocols(protocols: readonly string[]) {
+  return z
     .string()
     .trim()
     .refine((value) => {
@@ -12,8 +12,12 @@ export function optionalUrl(protocols: readonly string[]) {
         return false;
       }
     });
+}
+
+/** A URL with one of these protocols, or unset (an empty value is unset). */
+export function optionalUrl(protocols: readonly string[]) {
   return z
-    .union([z.literal(''), url])
+    .union([z.literal(''), urlWithProtocols(protocols)])
     .optional()
     .transform((value) => (value === '' || value === undefined ? undefined : value));
 }
