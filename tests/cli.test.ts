@@ -225,7 +225,7 @@ describe('roster migrate, doctor and db serve', () => {
     expect(result.code).toBe(0);
     const names = result.stdout.trim().split('\n').map((line) => line.split(/\s+/)[0]);
     // Then every registered channel, in the registry's order.
-    expect(names).toEqual(['database', 'pgvector', 'migrations', 'roles', 'key', 'redis', 'engine', 'judge', 'embedder', 'discord', 'matrix', 'slack', 'telegram', 'whatsapp']);
+    expect(names).toEqual(['database', 'pgvector', 'migrations', 'roles', 'writes', 'key', 'redis', 'engine', 'judge', 'embedder', 'discord', 'matrix', 'slack', 'telegram', 'whatsapp']);
     // The offline engine cannot judge the mirror's replays: said once, here, as a part that is off.
     expect(result.stdout).toMatch(/^judge\s+off\s+no judge configured: .*set ROSTER_JUDGE_ENGINE/m);
     expect(result.stdout).toMatch(/^database\s+ok\s+embedded \(PGlite\) Postgres 18/m);

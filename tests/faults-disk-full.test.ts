@@ -97,12 +97,30 @@ describe('the disk holding the embedded database fills while roster start runs',
       return { n, said, fact: `locker ${n} holds parcel ${n * 7}`, noted: reply === `Noted: locker ${n} holds parcel ${n * 7}`, reply, error };
     };
 
-    // Before: turns are answered and remembered.
+    const health = async () => {
+      const response = await fetch(`${address}/healthz`);
+      return { status: response.status, body: (await response.json()) as { ok: boolean; writes: string } };
+    };
+    const doctorWrites = async () => {
+      const doctor = await runRoster(['doctor', '--json'], env);
+      return (JSON.parse(doctor.stdout) as { checks: Array<{ name: string; status: string; detail: string }> }).checks.find((check) => check.name === 'writes');
+    };
+
+    // Before: turns are answered and remembered, and health says so.
     const before = [await turn(), await turn(), await turn()];
     expect(before.every((result) => result.noted)).toBe(true);
+    expect(await health()).toMatchObject({ status: 200, body: { ok: true, writes: 'ok' } });
+    expect(await doctorWrites()).toMatchObject({ status: 'ok' });
 
-    // The disk fills; turns go on until the database needs room it cannot have (the pages it has keep some turns going first).
+    // The disk fills: the very next health check says the database cannot write, and so does the doctor.
     fillTheDisk();
+    const full = await health();
+    expect(full.status).toBe(503);
+    expect(full.body.ok).toBe(false);
+    expect(full.body.writes).toMatch(/^cannot write: The disk that holds the database is full/);
+    expect(await doctorWrites()).toMatchObject({ status: 'fail', detail: expect.stringMatching(/^cannot write: The disk that holds the database is full/) });
+
+    // Turns go on until the database needs room it cannot have (the pages it has keep some turns going first).
     const whileFull: Array<Awaited<ReturnType<typeof turn>>> = [];
     while (whileFull.filter((result) => !result.noted).length < 2) {
       if (whileFull.length === 60) throw new Error('60 turns on a full disk and none was refused');
@@ -117,8 +135,9 @@ describe('the disk holding the embedded database fills while roster start runs',
       expect(words).not.toMatch(startAfresh);
     }
 
-    // Space is back: the same process answers normally again.
+    // Space is back: the same process answers normally again, and health is ok on its next check.
     fs.rmSync(filler());
+    expect(await health()).toMatchObject({ status: 200, body: { ok: true, writes: 'ok' } });
     const after = await turn();
     expect(after.noted).toBe(true);
     expect(roster.child.exitCode).toBe(null);

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import fastifyStatic from '@fastify/static';
 import { isLoopbackAddress, type Config, type InstallationKey, type Logger } from '@roster/config';
-import type { Database } from '@roster/db';
+import { probeWrites, type Database } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { redisStatus } from '@roster/redis';
 import type { Runtime } from '@roster/runtime';
@@ -246,14 +246,7 @@ export async function checkHealth(database: Database, redisUrl: string): Promise
   } catch {
     databaseOk = false;
   }
-  let writes = 'ok';
-  try {
-    await database.adminScope('health: write probe', (tx) =>
-      tx.query('insert into health_probe (id, written_at) values (1, now()) on conflict (id) do update set written_at = excluded.written_at'),
-    );
-  } catch (error) {
-    writes = `cannot write: ${RosterError.isInstance(error) ? error.message : (error as Error).message}`;
-  }
+  const writes = await probeWrites(database);
   const redis = await redisStatus(redisUrl);
   return { ok: databaseOk && writes === 'ok' && redis === 'ok', database: database.kind, postgres, pgvector, writes, redis };
 }

@@ -10,6 +10,7 @@ export {
   type OpenDatabaseOptions,
 } from './open.js';
 export { tablesWithoutContent } from './catalog.js';
+export { probeWrites } from './health.js';
 export { isConnectionLost } from './transaction.js';
 export { assertScope, isUuid, type Scope } from './scope.js';
 export { serveEmbeddedDatabase, type ServedDatabase } from './serve.js';

@@ -1,7 +1,7 @@
 import { channelPlugins } from '@roster/channel-registry';
 import { createChannelCredentialStore } from '@roster/channels';
 import { loadInstallationKey, redactUrl, type Config, type InstallationKey, type Logger } from '@roster/config';
-import { compareVersions, loadMigrations, minimumPgvector, openDatabase, type Database } from '@roster/db';
+import { compareVersions, loadMigrations, minimumPgvector, openDatabase, probeWrites, type Database } from '@roster/db';
 import { checkModelReference } from '@roster/engines';
 import { checkChannels, type OpenedCredentials } from '@roster/gateway';
 import { noJudgeNotice } from '@roster/jobs';
@@ -20,7 +20,8 @@ export interface Check {
 
 /**
  * Check every part Roster depends on, one line each, and say what is wrong.
- * It changes nothing: it neither migrates nor starts Redis.
+ * It changes nothing but the health probe's one row (a time, written again
+ * to prove the database takes writes): it neither migrates nor starts Redis.
  */
 export async function runDoctor(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseCommand(args, { json: { type: 'boolean' }, deep: { type: 'boolean' } });
@@ -149,6 +150,11 @@ async function databaseChecks(database: Database): Promise<Check[]> {
         : { name: 'migrations', status: 'fail', detail: `at version ${version}, newer than this Roster (${latest}): run a newer Roster` },
   );
   if (version > 0) checks.push(await rolesCheck(database));
+  if (version === latest) {
+    // As /healthz: a write that needs a new page, so a full disk fails here as a turn's write does.
+    const writes = await probeWrites(database);
+    checks.push(writes === 'ok' ? { name: 'writes', status: 'ok', detail: 'a new page was written and committed' } : { name: 'writes', status: 'fail', detail: writes });
+  }
   return checks;
 }
 
