@@ -6,6 +6,11 @@ export interface CommandIo {
   env: Readonly<Record<string, string | undefined>>;
   /** Resolves when the process is asked to stop (SIGINT, SIGTERM). */
   stopSignal: Promise<string>;
+  /**
+   * While `answering` says so, the process's stop deadline waits on (up to a
+   * longer bound): a gateway finishing the messages it has taken.
+   */
+  holdStopWhile?(answering: () => boolean): void;
 }
 
 /** Exit codes: 0 success, 1 failure, 2 usage error. */

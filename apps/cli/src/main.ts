@@ -2,6 +2,12 @@ import { runCli } from './cli.js';
 
 /** After the first stop signal, the parts get this long to stop cleanly (finish a turn, close connections); then the process ends anyway. */
 const stopWithinMs = 9_000;
+/**
+ * A gateway still answering the messages it has taken (the platform will not
+ * send them again) holds the end this much longer at most.
+ */
+const answeringWithinMs = 25_000;
+const holds: Array<() => boolean> = [];
 const signalNumbers = { SIGINT: 2, SIGTERM: 15 } as const;
 
 let stopping = false;
@@ -14,10 +20,17 @@ const stopSignal = new Promise<string>((resolve) => {
         process.exit(128 + signalNumbers[signal]);
       }
       stopping = true;
-      setTimeout(() => {
-        process.stderr.write(`Some parts did not stop within ${stopWithinMs / 1000} s (Redis or the database not answering?); ending now. Nothing committed is lost.\n`);
+      const startedAt = Date.now();
+      const end = () => {
+        if (holds.some((answering) => answering()) && Date.now() - startedAt < answeringWithinMs) {
+          setTimeout(end, 250).unref();
+          return;
+        }
+        const waited = Math.round((Date.now() - startedAt) / 1000);
+        process.stderr.write(`Some parts did not stop within ${waited} s (Redis or the database not answering?); ending now. Nothing committed is lost.\n`);
         process.exit(1);
-      }, stopWithinMs).unref();
+      };
+      setTimeout(end, stopWithinMs).unref();
       resolve(signal);
     });
   }
@@ -28,6 +41,7 @@ const code = await runCli(process.argv.slice(2), {
   err: (text) => process.stderr.write(`${text}\n`),
   env: process.env,
   stopSignal,
+  holdStopWhile: (answering) => void holds.push(answering),
 });
 process.exitCode = code;
 // Long-running parts have stopped by now; do not wait on stray handles.

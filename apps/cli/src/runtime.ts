@@ -53,15 +53,23 @@ async function openDatabaseOf({ config, logger }: { config: Config; logger: Logg
 /** How long one cleanup step may take before the next one starts anyway (a part waiting on a Redis that is away). */
 const stepWithinMs = 3_000;
 
+/**
+ * A cleanup step; `withinMs` gives it longer than the usual 3 s (the
+ * gateway finishing the messages it has taken: the platform considers them
+ * delivered, so a message cut off there would be lost).
+ */
+export type StopStep = (() => Promise<void>) & { withinMs?: number };
+
 /** Run cleanup steps in reverse order of start, each even when an earlier one fails or hangs. */
-export async function stopAll(steps: Array<() => Promise<void>>, logger: Logger): Promise<void> {
+export async function stopAll(steps: StopStep[], logger: Logger): Promise<void> {
   for (const step of steps.reverse()) {
     let timer: NodeJS.Timeout | undefined;
+    const withinMs = step.withinMs ?? stepWithinMs;
     const late = new Promise<'late'>((resolve) => {
-      timer = setTimeout(() => resolve('late'), stepWithinMs);
+      timer = setTimeout(() => resolve('late'), withinMs);
     });
     try {
-      if ((await Promise.race([step(), late])) === 'late') logger.warn({ waitedMs: stepWithinMs }, 'a part did not stop in time; going on');
+      if ((await Promise.race([step(), late])) === 'late') logger.warn({ waitedMs: withinMs }, 'a part did not stop in time; going on');
     } catch (error) {
       logger.warn({ err: error }, 'a part did not stop cleanly');
     } finally {

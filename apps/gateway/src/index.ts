@@ -118,6 +118,8 @@ export interface RunningGateway {
   readonly webhookUrl: string | null;
   /** Look at stored credentials (and Discord's stored bound channels) now and restart the channels whose settings changed. */
   reload(): Promise<void>;
+  /** Whether a channel, running or stopping, is still answering messages it has taken. */
+  answering(): boolean;
   stop(): Promise<void>;
 }
 
@@ -235,11 +237,14 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   }
 
   /** Stop serving a channel and release its lease (when still ours). */
+  /** Channels being stopped: they finish the answers under way first. */
+  const stopping = new Set<ServedChannel>();
   async function letGo(channel: string): Promise<void> {
     const current = running.get(channel);
     if (current === undefined) return;
     running.delete(channel);
-    await current.served.stop();
+    stopping.add(current.served);
+    await current.served.stop().finally(() => stopping.delete(current.served));
     if (current.lease !== null) await leases.release(current.lease, holder).catch((error: unknown) => log.warn({ channel, err: error }, 'the lease could not be released; it lapses on its own'));
   }
 
@@ -276,9 +281,10 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
         standingBy.add(state.channel);
         continue;
       }
-      if (standingBy.delete(state.channel)) log.info({ channel: state.channel, token: lease.token }, 'took over the bot account');
+      const tookOver = standingBy.delete(state.channel);
       try {
         await startChannel(state.channel, lease, await state.plugin.create(state.setup.settings, host), settings);
+        log.info({ channel: state.channel, token: lease.token }, tookOver ? 'took over the bot account' : 'serving the bot account');
       } catch (error) {
         await leases.release(lease, holder).catch(() => undefined);
         if (failHard) throw error;
@@ -366,6 +372,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     webhooks,
     webhookUrl,
     reload: queueReload,
+    answering: () => [...running.values()].some((entry) => entry.served.answering()) || [...stopping].some((served) => served.answering()),
     async stop() {
       if (timer !== undefined) clearInterval(timer);
       clearInterval(beat);

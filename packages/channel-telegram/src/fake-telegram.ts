@@ -18,7 +18,7 @@ const groupChat = { id: -1_001_234_567_890, type: 'supergroup', title: 'The team
 
 interface QueuedUpdate {
   update: Record<string, unknown> & { update_id: number };
-  /** Resolved once the bot has taken it: returned by getUpdates, and the bot came back for more. */
+  /** Resolved once the bot has taken it: returned by getUpdates, and confirmed by a later poll's offset. */
   taken: () => void;
   returned: boolean;
 }
@@ -111,11 +111,13 @@ export async function startFakeTelegram(options: { token?: string; webhook?: boo
   }
 
   async function getUpdates(body: { offset?: number; timeout?: number; limit?: number }, gone: () => boolean = () => false): Promise<unknown[] | null> {
-    // The bot came back: what it was given before is handled (telegraf awaits its handlers between
-    // polls) and confirmed by the new offset, so it leaves the queue. A redelivery is queued anew.
+    // As Telegram: an update is confirmed by a poll whose offset is past its id, and leaves the queue;
+    // one given out but not confirmed so (its poller stopped first) is given to the next poll again.
+    // A redelivery is queued anew, not yet given out, and so is not confirmed by an offset already past it.
+    const offset = body.offset ?? 0;
     for (let index = queue.length - 1; index >= 0; index -= 1) {
       const item = queue[index]!;
-      if (!item.returned) continue;
+      if (!item.returned || item.update.update_id >= offset) continue;
       item.taken();
       queue.splice(index, 1);
     }
@@ -150,7 +152,7 @@ export async function startFakeTelegram(options: { token?: string; webhook?: boo
       conflicts += 1;
       return null;
     }
-    const batch = queue.filter((entry) => !entry.returned).slice(0, body.limit ?? 100);
+    const batch = queue.filter((entry) => !entry.returned || entry.update.update_id >= offset).slice(0, body.limit ?? 100);
     for (const item of batch) item.returned = true;
     return batch.map((item) => item.update);
   }

@@ -60,11 +60,19 @@ export interface ServedChannel {
   pushApprovals(): Promise<number>;
   /** Resolves once every message taken so far has been handled and answered. */
   settled(): Promise<void>;
+  /** Whether a message taken is still being handled or answered. */
+  answering(): boolean;
   stop(): Promise<void>;
 }
 
 const typingEveryMs = 4000;
-const stopGraceMs = 10_000;
+/**
+ * How long a stopping channel gives the answers under way. The platform
+ * considers a message it handed over delivered (Telegram confirms it with the
+ * next poll's offset, Slack and Discord with the acknowledgement), so a turn
+ * cut off at the stop is a message lost: each one taken is answered first.
+ */
+export const answersGraceMs = 15_000;
 const slowDown = 'You are writing faster than I can answer: wait a minute, then go on.';
 // Worded as the core words it for files an engine cannot read: one sentence, whichever side found it.
 const cannotRead = (kinds: string): string => `I cannot read ${kinds} here, only text: say it in words, please.`;
@@ -259,6 +267,11 @@ export async function serveChannel(options: ServeChannelOptions): Promise<Served
     } catch (error) {
       await stream.drain();
       stopTyping();
+      if (stopping.signal.aborted || (RosterError.isInstance(error) && error.code === 'database_closed')) {
+        // Cut short by this process stopping: nothing of the turn was kept, and the person is not told an internal reason.
+        log?.warn({ err: error }, 'a turn was cut short by the stop');
+        return;
+      }
       log?.error({ err: error }, 'the turn failed');
       await send(event.target, RosterError.isInstance(error) ? error.message : failedTurn);
       return;
@@ -349,11 +362,12 @@ export async function serveChannel(options: ServeChannelOptions): Promise<Served
     async settled() {
       while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
     },
+    answering: () => inFlight.size > 0,
     async stop() {
       if (poll !== undefined) clearInterval(poll);
       await adapter.stop();
-      // Answers under way get a little while to finish; then waits (a 429's) and turns are cut short.
-      const grace = new Promise((resolve) => setTimeout(resolve, stopGraceMs).unref());
+      // Answers under way get up to answersGraceMs to finish; then waits (a 429's) and turns are cut short.
+      const grace = new Promise((resolve) => setTimeout(resolve, answersGraceMs).unref());
       await Promise.race([Promise.allSettled([...inFlight]), grace]);
       stopping.abort();
       await Promise.allSettled([...inFlight, pushing]);

@@ -1,5 +1,5 @@
 import { channelPlugins } from '@roster/channel-registry';
-import { createChannelCredentialStore } from '@roster/channels';
+import { answersGraceMs, createChannelCredentialStore } from '@roster/channels';
 import { startGateway, type RunningGateway } from '@roster/gateway';
 import { connectionFromUrl, createQueues, type QueueSet } from '@roster/jobs';
 import { ensureRedis } from '@roster/redis';
@@ -9,9 +9,12 @@ import { startWorker } from '@roster/worker';
 import type { CommandIo } from '../io.js';
 import { exitCode } from '../io.js';
 import { parseCommand } from '../parse.js';
-import { openKeyedRuntime, stopAll } from '../runtime.js';
+import { openKeyedRuntime, stopAll, type StopStep } from '../runtime.js';
 
 export type Service = 'server' | 'worker' | 'gateway';
+
+/** The gateway's stop: its channels' grace for the answers under way, and a moment to release the leases. */
+const gatewayDrainMs = answersGraceMs + 1_000;
 
 /**
  * Run some of the three processes until asked to stop. `roster start` runs
@@ -21,7 +24,7 @@ export type Service = 'server' | 'worker' | 'gateway';
 export async function runServices(args: string[], io: CommandIo, services: readonly Service[], allowPrivateRedis: boolean): Promise<number> {
   parseCommand(args, {});
   const { config, logger, database, key } = await openKeyedRuntime(io);
-  const stops: Array<() => Promise<void>> = [() => database.close()];
+  const stops: StopStep[] = [() => database.close()];
   try {
     const redis = await ensureRedis({ url: config.REDIS_URL, dataDir: config.ROSTER_DATA_DIR, logger, allowPrivate: allowPrivateRedis });
     stops.push(() => redis.stop());
@@ -52,7 +55,9 @@ export async function runServices(args: string[], io: CommandIo, services: reado
         webhooksOn: services.includes('server') ? 'server' : 'own-port',
       });
       const running = gateway;
-      stops.push(() => running.stop());
+      // The messages it has taken are answered before the database closes: the platform will not send them again.
+      stops.push(Object.assign(() => running.stop(), { withinMs: gatewayDrainMs }));
+      io.holdStopWhile?.(() => running.answering());
     }
     if (services.includes('server')) {
       const warning = exposureWarning(config);
