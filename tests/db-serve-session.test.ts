@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { endRoster, freePort, runRoster, startListening, startRoster, tempDataDir, type RunningRoster } from './support/roster-process.js';
@@ -44,6 +45,61 @@ async function outcome(client: pg.Client, text: string, values?: unknown[], name
 const sessionState = `select current_user as role, session_user as session, current_setting('default_transaction_read_only') as read_only,
   (select count(*)::int from pg_prepared_statements) as prepared, (select count(*)::int from pg_class where relpersistence = 't') as temp_tables,
   (select count(*)::int from pg_listening_channels()) as listening`;
+
+/** A wire-protocol message: type, int32 length, body. */
+function wire(type: string, ...parts: Array<Buffer | string | number[]>): Buffer {
+  const body = Buffer.concat(parts.map((part) => (typeof part === 'string' ? Buffer.from(`${part}\0`) : Buffer.from(part))));
+  const header = Buffer.alloc(5);
+  header.write(type, 0, 'latin1');
+  header.writeInt32BE(body.length + 4, 1);
+  return Buffer.concat([header, body]);
+}
+
+const int16 = (value: number) => [(value >> 8) & 0xff, value & 0xff];
+const int32 = (value: number) => [(value >>> 24) & 0xff, (value >> 16) & 0xff, (value >> 8) & 0xff, value & 0xff];
+
+/**
+ * A client that speaks the protocol itself, as drivers that pipeline do:
+ * `exchange` sends messages and returns what came back up to ReadyForQuery,
+ * as types, with each error's message and each row's first column.
+ */
+async function rawClient(connectionString: string): Promise<{ exchange(...messages: Buffer[]): Promise<string[]>; end(): void }> {
+  const url = new URL(connectionString);
+  const socket = net.createConnection(Number(url.port), url.hostname);
+  let buffered = Buffer.alloc(0);
+  let waiting: ((messages: string[]) => void) | undefined;
+  let seen: string[] = [];
+  socket.on('data', (chunk: Buffer) => {
+    buffered = Buffer.concat([buffered, chunk]);
+    while (buffered.length >= 5 && buffered.length >= buffered.readInt32BE(1) + 1) {
+      const length = buffered.readInt32BE(1);
+      const type = String.fromCharCode(buffered[0]!);
+      const body = buffered.subarray(5, length + 1);
+      buffered = buffered.subarray(length + 1);
+      if (type === 'R' && body.readInt32BE(0) === 3) {
+        socket.write(wire('p', decodeURIComponent(url.password)));
+        continue;
+      }
+      if (type === 'E') seen.push(`E ${/M([^\0]*)/.exec(body.toString())?.[1] ?? ''}`);
+      else if (type === 'D') seen.push(`D ${body.subarray(6, 6 + body.readInt32BE(2)).toString()}`);
+      else if (!['S', 'K', 'R'].includes(type)) seen.push(type);
+      if (type === 'Z') {
+        const done = seen;
+        seen = [];
+        waiting?.(done);
+      }
+    }
+  });
+  const exchange = (...messages: Buffer[]) =>
+    new Promise<string[]>((resolve) => {
+      waiting = resolve;
+      for (const message of messages) socket.write(message);
+    });
+  await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+  const startup = Buffer.concat([Buffer.from(int32(196_608)), Buffer.from('user\0roster\0database\0postgres\0\0')]);
+  await exchange(Buffer.concat([Buffer.from(int32(startup.length + 4)), startup]));
+  return { exchange, end: () => socket.end(wire('X')) };
+}
 
 /** Each run boots Node, and one of them the embedded database; the machine may be busy. */
 const processes = 240_000;
@@ -146,5 +202,31 @@ describe('a roster db serve client and the session every Roster process shares',
     const memory = await runRoster(['memory', 'list', '--agent', 'A', '--json'], env);
     expect(memory.code, memory.stderr).toBe(0);
     expect(memory.stdout).toContain('the bike is green');
+  }, processes);
+
+  it('answers a pipelined extended-protocol batch as Postgres would: the statements before the refused one run, the rest are skipped to Sync', async () => {
+    const dir = dataDir();
+    const port = await freePort();
+    const serve = running(startRoster(['db', 'serve', '--port', String(port)], { ROSTER_DATA_DIR: dir }));
+    const [connectionString] = (await serve.waitForOutput(/postgres:\/\/roster:[A-Za-z0-9_-]{24}@\S+/)) as RegExpMatchArray;
+    const client = await rawClient(connectionString!);
+    cleanups.push(() => client.end());
+
+    const parse = (sql: string, name = '') => wire('P', name, sql, int16(0));
+    const bind = wire('B', '', '', int16(0), int16(0), int16(0));
+    const describe = wire('D', 'P');
+    const execute = wire('E', '', int32(0));
+    const sync = wire('S');
+    // One batch: a statement that runs, then a refused one, then one that Postgres would skip after an error.
+    const batch = await client.exchange(parse('select 1 as one'), bind, execute, parse('set role roster_ops'), bind, describe, execute, parse('select 2'), bind, execute, sync);
+    expect(batch).toEqual(['1', '2', 'D 1', 'C', expect.stringMatching(/^E roster db serve: SET ROLE/), 'Z']);
+    // A named statement, flushed before its Sync, and a fastpath call of set_config (OID 2078) are refused the same way.
+    expect(await client.exchange(parse('select 1', 'named'), wire('H'), sync)).toEqual([expect.stringMatching(/^E roster db serve: prepared statements/), 'Z']);
+    const text = (value: string) => [...int32(Buffer.byteLength(value)), ...Buffer.from(value)];
+    const fastpath = wire('F', int32(2078), int16(0), int16(3), text('role'), text('roster_ops'), text('false'), int16(0));
+    expect(await client.exchange(fastpath)).toEqual([expect.stringMatching(/^E roster db serve: the fastpath function call/), 'Z']);
+    // The connection goes on, in the session as it was.
+    expect(await client.exchange(parse('select current_user'), bind, execute, sync)).toEqual(['1', '2', 'D roster_owner', 'C', 'Z']);
+    expect(await client.exchange(wire('Q', 'select current_user'))).toEqual(['T', 'D roster_owner', 'C', 'Z']);
   }, processes);
 });

@@ -38,7 +38,19 @@ export function servedSession(): ServedSession {
   let fromDatabaseBuffer: Buffer = Buffer.alloc(0);
   // The startup's own ReadyForQuery is the first the database sends.
   const cycles: Cycle[] = [{ refusing: false }];
-  let refusedInBatch = false;
+  // The extended-protocol batch the client is sending, up to its Sync: its cycle is in `cycles` from its first message on.
+  let batch: Cycle | undefined;
+  const openBatch = (): Cycle => {
+    if (batch === undefined) {
+      batch = { refusing: false };
+      cycles.push(batch);
+    }
+    return batch;
+  };
+  const endBatch = () => {
+    openBatch();
+    batch = undefined;
+  };
   let droppingUntilSync = false;
   let held: Buffer[] = [];
 
@@ -53,8 +65,7 @@ export function servedSession(): ServedSession {
           if (type === 'S') {
             droppingUntilSync = false;
             out.push(message);
-            cycles.push({ refusing: refusedInBatch });
-            refusedInBatch = false;
+            endBatch();
           }
           continue;
         }
@@ -69,11 +80,12 @@ export function servedSession(): ServedSession {
             const [name, after] = cstring(message, 5);
             const found = name !== '' ? refusal('prepared') : sessionChange(cstring(message, after)[0]);
             if (found === undefined) {
+              openBatch();
               out.push(message);
               break;
             }
             out.push(parse(raise(found)), bind(), execute());
-            refusedInBatch = true;
+            openBatch().refusing = true;
             droppingUntilSync = true;
             break;
           }
@@ -83,10 +95,18 @@ export function servedSession(): ServedSession {
             break;
           case 'S':
             out.push(message);
-            cycles.push({ refusing: refusedInBatch });
-            refusedInBatch = false;
+            endBatch();
+            break;
+          case 'B':
+          case 'D':
+          case 'E':
+          case 'C':
+          case 'H':
+            openBatch();
+            out.push(message);
             break;
           default:
+            // Copy data, Terminate: part of a cycle already counted, or the end.
             out.push(message);
         }
       }
