@@ -127,6 +127,8 @@ describe('a roster db serve client and the session every Roster process shares',
       [`select 1; /* a comment; */ set search_path = 'nowhere'`, /SET and RESET/, /SET LOCAL/],
       [`do $$ begin set role roster_ops; end $$`, /SET ROLE/, /SET LOCAL ROLE/],
       [`select pg_advisory_lock(42)`, /advisory locks/, /pg_advisory_xact_lock/],
+      // Not session state, but the database's socket server cannot take COPY's rows: it would stop for everyone.
+      ['copy agents (name, job) from stdin', /COPY … FROM STDIN/, /INSERT/],
       // An escape string that ends in a backslash ends there: what follows is a statement.
       [`select E'\\\\'; set role roster_ops`, /SET ROLE/, /SET LOCAL ROLE/],
     ];

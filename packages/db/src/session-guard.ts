@@ -70,6 +70,10 @@ const refusals = {
     message: 'dynamic SQL (EXECUTE) in a DO block or function cannot be checked for changes to the session every Roster process shares',
     hint: 'Write the statements out, one by one, or run the work through a Roster command.',
   },
+  copyIn: {
+    message: 'COPY … FROM STDIN would stop the embedded database for every Roster process that shares it (its socket server cannot take the rows)',
+    hint: 'Load the rows with INSERT, several rows per statement; COPY … TO STDOUT works.',
+  },
   functionCall: {
     message: 'the fastpath function call is not available',
     hint: 'Call the function in a SELECT.',
@@ -153,6 +157,8 @@ function examineStatement(statement: Token[], inBody: boolean): RefusalKind | un
       if (settings && (isWord(second, 'role') || isWord(second, 'user') || isWord(second, 'database'))) return 'persistent';
       return undefined;
     }
+    case 'copy':
+      return statement.some((token) => isWord(token, 'stdin')) ? 'copyIn' : undefined;
     case 'do':
       return examineBodies(statement);
     case 'create': {
