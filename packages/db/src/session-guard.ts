@@ -97,7 +97,7 @@ export function sessionChange(sql: string): SessionChange | undefined {
 
 /** Words after which a PL/pgSQL statement starts (besides `;`). */
 const blockWords = new Set(['begin', 'then', 'else', 'loop', 'declare']);
-/** Statements that never leave anything in the session, whatever follows. */
+/** Statements that leave something in the session, or act on all of it, whatever follows. */
 const sessionStatements: Record<string, RefusalKind> = {
   reset: 'setting',
   prepare: 'prepared',
@@ -146,11 +146,10 @@ function examineStatement(statement: Token[], inBody: boolean): RefusalKind | un
   switch (first.text) {
     case 'set': {
       if (second?.kind === 'word' && ['local', 'transaction', 'constraints'].includes(second.text)) return undefined;
-      if (second?.kind === 'word' && (second.text === 'role' || second.text === 'session')) return 'role';
-      return 'setting';
+      return changesRole(statement) ? 'role' : 'setting';
     }
     case 'reset':
-      return second?.kind === 'word' && (second.text === 'role' || second.text === 'session') ? 'role' : 'setting';
+      return changesRole(statement) ? 'role' : 'setting';
     case 'alter': {
       if (isWord(second, 'system')) return 'persistent';
       const settings = statement.some((token) => isWord(token, 'set') || isWord(token, 'reset'));
@@ -170,6 +169,12 @@ function examineStatement(statement: Token[], inBody: boolean): RefusalKind | un
       // In a body, `execute` and the rest were refused wherever they stand.
       return inBody ? undefined : sessionStatements[first.text];
   }
+}
+
+/** SET [SESSION] ROLE, SET SESSION AUTHORIZATION, RESET ROLE, RESET SESSION AUTHORIZATION. */
+function changesRole(statement: Token[]): boolean {
+  const [, second, third] = statement;
+  return isWord(second, 'role') || (isWord(second, 'session') && (isWord(third, 'role') || isWord(third, 'authorization')));
 }
 
 /** Whether the token at `index` is in a CREATE FUNCTION or CREATE PROCEDURE statement. */
