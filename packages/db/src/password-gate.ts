@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import net from 'node:net';
+import { servedSession } from './served-session.js';
 
 /** Protocol codes of the first message a Postgres client sends. */
 const protocolVersion3 = 196_608;
@@ -40,7 +41,9 @@ export interface PasswordGate {
  * node-postgres, psql and every driver support it), compares in constant
  * time, and refuses with SQLSTATE 28P01 as Postgres does. An accepted client
  * is connected to `upstreamPath`, its StartupMessage passed on unchanged, and
- * the bytes piped both ways. One session at a time: the embedded database is
+ * the messages passed both ways, read on the way in so that nothing the
+ * client sends changes the session every Roster process shares (see
+ * `served-session.ts`). One session at a time: the embedded database is
  * a single session, and a second one is refused with SQLSTATE 53300 until the
  * first has closed.
  */
@@ -85,11 +88,12 @@ export async function startPasswordGate(options: PasswordGateOptions): Promise<P
       client.on('end', release);
       client.on('close', release);
       client.pause();
+      const session = servedSession();
       const upstream = net.createConnection(options.upstreamPath, () => {
         upstream.write(startup!);
-        if (rest.length > 0) upstream.write(rest);
-        client.pipe(upstream);
-        upstream.pipe(client);
+        if (rest.length > 0) upstream.write(session.fromClient(rest));
+        relay(client, upstream, (chunk) => session.fromClient(chunk));
+        relay(upstream, client, (chunk) => session.fromDatabase(chunk));
         client.resume();
       });
       sockets.add(upstream);
@@ -162,6 +166,22 @@ export async function startPasswordGate(options: PasswordGateOptions): Promise<P
         server.close(() => resolve());
       }),
   };
+}
+
+/**
+ * Send what `from` says, read through `filter`, on to `to`, pausing `from`
+ * while `to` cannot take more, and ending `to` when `from` ends.
+ */
+function relay(from: net.Socket, to: net.Socket, filter: (chunk: Buffer) => Buffer): void {
+  from.on('data', (chunk: Buffer) => {
+    const out = filter(chunk);
+    if (out.length === 0 || to.destroyed) return;
+    if (!to.write(out)) {
+      from.pause();
+      to.once('drain', () => from.resume());
+    }
+  });
+  from.on('end', () => to.end());
 }
 
 /** Equal-length values for `timingSafeEqual`, whatever the lengths of the inputs. */

@@ -32,9 +32,10 @@ export interface ServedDatabase {
  * while other commands run, and they keep working while it serves; this
  * process stays one of its clients for the whole run, so the database is
  * there for whoever connects through the gate. The gate admits one
- * connection at a time (PGlite is a single session: session settings are
- * everyone's); Roster processes that connect through it notice and keep a
- * pool of one. A folder whose path is too long for a socket is opened by
+ * connection at a time, and refuses what that connection would leave in
+ * the session (PGlite is a single session, which every Roster process on
+ * the folder shares: see `session-guard.ts`); Roster processes that connect
+ * through it notice and keep a pool of one. A folder whose path is too long for a socket is opened by
  * this process alone, and served on a socket in a private temporary folder.
  */
 export async function serveEmbeddedDatabase(given: { dataDir: string; host?: string; port: number }): Promise<ServedDatabase> {
