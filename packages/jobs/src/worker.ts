@@ -1,8 +1,8 @@
 import type { Logger } from '@roster/config';
 import { RosterError } from '@roster/errors';
 import { QueueEvents, UnrecoverableError, WaitingError, Worker, type ConnectionOptions, type Job, type RedisOptions } from 'bullmq';
-import { Redis as IORedis } from 'ioredis';
-import { ClosingSafeConnection } from './connection.js';
+import { Cluster, Redis as IORedis } from 'ioredis';
+import { ClosingSafeConnection, isClusterConnection, ownClient } from './connection.js';
 import { handlers, type JobDependencies } from './handlers.js';
 import { runAsJob } from './job-context.js';
 import { createQueues, jobNames, payloadSchemas, type JobName, type QueueSet } from './queues.js';
@@ -120,11 +120,12 @@ export async function startJobWorker(options: JobWorkerOptions): Promise<JobWork
     vacuumEveryMs: options.schedule?.vacuumEveryMs ?? 60 * 60_000,
   };
   if (options.schedulers !== false) await registerSchedulers(queues, schedule);
+  const shared = ownClient(options.connection);
   const workers = jobNames.map(
     (name) =>
       // Three parameters: BullMQ passes an abort signal only to a processor that takes one.
       new Worker(name, (job, token, signal) => processJob(options, job, token, signal), {
-        connection: options.connection,
+        connection: shared.connection,
         prefix: queues.prefix,
         concurrency: options.concurrency ?? 1,
         lockDuration: options.lockDurationMs ?? 30_000,
@@ -156,6 +157,7 @@ export async function startJobWorker(options: JobWorkerOptions): Promise<JobWork
       // Long jobs stop at their next progress report and wait for the next worker; short ones finish.
       for (const worker of workers) worker.cancelAllJobs('the worker is stopping');
       await Promise.all(workers.map((worker) => worker.close()));
+      shared.close();
       await queues.close();
     },
   };
@@ -171,7 +173,8 @@ export async function runJobNow(
   const parsed = payloadSchemas[name].safeParse(payload);
   if (!parsed.success) throw new RosterError('job_payload_invalid', `Bad options for ${name}: ${parsed.error.message}`);
   const queues = createQueues(connection, options.prefix);
-  const events = options.wait === true ? new QueueEvents(name, { connection, prefix: queues.prefix }, ClosingSafeConnection) : undefined;
+  const shared = ownClient(connection);
+  const events = options.wait === true ? new QueueEvents(name, { connection: shared.connection, prefix: queues.prefix }, ClosingSafeConnection) : undefined;
   try {
     // A connection dropped while waiting is retried by QueueEvents itself; the wait's own timeout bounds it.
     events?.on('error', () => {});
@@ -182,6 +185,7 @@ export async function runJobNow(
     return { id: job.id!, result };
   } finally {
     await events?.close();
+    shared.close();
     await queues.close();
   }
 }
@@ -209,9 +213,7 @@ function redisState(log: Logger | undefined) {
     connectionError: (error: Error) => log?.debug({ err: { message: error.message } }, 'a Redis connection failed'),
     watch(connection: ConnectionOptions, onReturn: () => Promise<void>) {
       // A connection of its own that tries again every second, so that Redis's return is seen within moments of it.
-      const client = isClient(connection)
-        ? connection.duplicate({ enableOfflineQueue: false, maxRetriesPerRequest: 1, retryStrategy: () => 1000 })
-        : new IORedis({ ...(connection as RedisOptions), enableOfflineQueue: false, maxRetriesPerRequest: 1, retryStrategy: () => 1000 });
+      const client = watchClient(connection);
       client.on('error', () => {});
       let stopped = false;
       let timer: NodeJS.Timeout | undefined;
@@ -251,6 +253,17 @@ function redisState(log: Logger | undefined) {
       };
     },
   };
+}
+
+/** A client of the watch's own, which gives up on a command quickly and tries to connect again every second. */
+function watchClient(connection: ConnectionOptions): IORedis | Cluster {
+  if (isClusterConnection(connection)) {
+    const { startupNodes, ...options } = connection;
+    return new Cluster(startupNodes, { ...options, enableOfflineQueue: false, clusterRetryStrategy: () => 1000, redisOptions: { ...options.redisOptions, maxRetriesPerRequest: 1 } });
+  }
+  return isClient(connection)
+    ? connection.duplicate({ enableOfflineQueue: false, maxRetriesPerRequest: 1, retryStrategy: () => 1000 })
+    : new IORedis({ ...(connection as RedisOptions), enableOfflineQueue: false, maxRetriesPerRequest: 1, retryStrategy: () => 1000 });
 }
 
 function isClient(connection: ConnectionOptions): connection is IORedis {
