@@ -18,7 +18,7 @@ afterAll(async () => {
 });
 
 describe('Roster on a three-master Redis Cluster', () => {
-  it('chats, relays the outbox, runs jobs and schedules, shows the queues in Bull Board; /healthz says when a master is gone', async () => {
+  it('chats, relays the outbox, runs jobs and schedules, shows the queues in Bull Board; /healthz says when a master is gone, and nothing is lost until it is back', async () => {
     const dir = tempDataDir();
     const prefix = `{test-${randomUUID()}}`;
     const env = { ROSTER_DATA_DIR: dir, REDIS_URL: cluster.url, ROSTER_QUEUE_PREFIX: prefix };
@@ -117,6 +117,54 @@ describe('Roster on a three-master Redis Cluster', () => {
       }, '/healthz to report the lost master', 30_000);
       expect(last.ok).toBe(false);
       expect(last.redis).toContain(`127.0.0.1:${home.port}`);
+      // Turns go on meanwhile; their jobs wait in the outbox, which the relay tries and cannot hand over.
+      const during = await fetch(`${address}/api/chat`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrfToken },
+        body: JSON.stringify({ agent: 'Scout', message: 'Remember that the bus leaves from stop 4.', id: randomUUID() }),
+      });
+      expect(during.status, await during.text()).toBe(200);
+      const reopened = await openEmbeddedDatabase(path.join(dir, 'pglite'));
+      const waiting = async () =>
+        (
+          await reopened.adminScope('test: read the waiting rows', (tx) =>
+            tx.query<{ id: string; queue: string; relayed: boolean; tried: boolean }>(
+              `select id, queue, relayed_at is not null as relayed, last_error is not null as tried from outbox where id <> all($1)`,
+              [relayed.map((row) => row.id)],
+            ),
+          )
+        ).rows;
+      let later: Awaited<ReturnType<typeof waiting>> = [];
+      try {
+        await until(async () => {
+          later = await waiting();
+          return later.some((row) => row.tried);
+        }, 'the relay to try the new rows and fail', 60_000);
+        expect(later.length).toBeGreaterThan(0);
+        expect(later.filter((row) => row.relayed)).toEqual([]);
+
+        // The master comes back, empty: /healthz is ok again, and every waiting row is handed over and run.
+        await cluster.restart(home);
+        await until(async () => (await fetch(`${address}/healthz`)).status === 200, '/healthz to be ok again', 60_000);
+        await until(async () => {
+          later = await waiting();
+          return later.every((row) => row.relayed);
+        }, 'the waiting rows to be relayed', 90_000);
+      } finally {
+        await reopened.close();
+      }
+      queues = createQueues(connectionFromUrl(cluster.url), prefix);
+      await until(
+        async () => {
+          for (const row of later) if ((await queues!.queues[row.queue as 'extract'].getJobState(row.id)) !== 'completed') return false;
+          return true;
+        },
+        'the jobs of the turn made while the master was away to complete',
+        90_000,
+      );
+      // The master came back without the schedules it held: the worker registers them again.
+      await until(async () => (await queues!.queues.fade.getJobScheduler('nightly-fade')) !== undefined, 'the schedules to be registered again', 60_000);
+      expect(await roster.stop()).toBe(0);
     } finally {
       await queues?.close();
       if (started !== undefined) await endRoster(started.roster);

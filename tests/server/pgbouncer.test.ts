@@ -141,7 +141,9 @@ describe('Roster behind PgBouncer in transaction pooling mode', () => {
     const url = new URL(bouncer.through(adminUrl));
     const clients = [new pg.Client({ connectionString: url.toString() }), new pg.Client({ connectionString: url.toString() })];
     for (const client of clients) await client.connect();
-    onTestFinished(() => Promise.all(clients.map((client) => client.end())));
+    onTestFinished(async () => {
+      await Promise.all(clients.map((client) => client.end()));
+    });
     const [one, two] = clients as [pg.Client, pg.Client];
     // A session advisory lock taken by one client, both still connected: the other takes it too, on the same server session.
     const pid = (await one.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
@@ -152,7 +154,9 @@ describe('Roster behind PgBouncer in transaction pooling mode', () => {
     // Directly on the server, two sessions are two: the lock would keep the other out.
     const direct = [new pg.Client({ connectionString: adminUrl }), new pg.Client({ connectionString: adminUrl })];
     for (const client of direct) await client.connect();
-    onTestFinished(() => Promise.all(direct.map((client) => client.end())));
+    onTestFinished(async () => {
+      await Promise.all(direct.map((client) => client.end()));
+    });
     expect((await direct[0]!.query<{ taken: boolean }>('select pg_try_advisory_lock(4242) as taken')).rows[0]!.taken).toBe(true);
     expect((await direct[1]!.query<{ taken: boolean }>('select pg_try_advisory_lock(4242) as taken')).rows[0]!.taken).toBe(false);
   });

@@ -26,6 +26,8 @@ export interface RedisCluster {
   nodeFor(key: string): Promise<RedisClusterNode>;
   /** Kill -9 one node and wait for it to be gone. */
   kill(node: RedisClusterNode): Promise<void>;
+  /** Start a killed node again (empty: nothing persists), and wait until the cluster is ok. */
+  restart(node: RedisClusterNode): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -45,14 +47,8 @@ export async function startRedisCluster(): Promise<RedisCluster> {
   try {
     for (let index = 0; index < 3; index += 1) {
       const port = await freePort();
-      const folder = path.join(dir, String(port));
-      fs.mkdirSync(folder);
-      const child = spawn(
-        'redis-server',
-        ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--dir', folder],
-        { stdio: ['ignore', 'ignore', 'inherit'] },
-      );
-      nodes.push({ port, process: child });
+      fs.mkdirSync(path.join(dir, String(port)));
+      nodes.push({ port, process: startNode(dir, port) });
     }
     for (const node of nodes) {
       await until(async () => (await cli(node.port, 'ping').catch(() => '')) === 'PONG', `redis-server on port ${node.port} to answer`, 20_000);
@@ -81,8 +77,23 @@ export async function startRedisCluster(): Promise<RedisCluster> {
       throw new Error(`no node holds slot ${slot}`);
     },
     kill: killNode,
+    async restart(node) {
+      // Its nodes-P.conf keeps its identity and slots: it takes them back, and the others see it again.
+      node.process = startNode(dir, node.port);
+      for (const each of nodes) {
+        await until(async () => (await cli(each.port, 'cluster', 'info').catch(() => '')).includes('cluster_state:ok'), `the cluster to be ok again on port ${each.port}`, 60_000);
+      }
+    },
     stop,
   };
+}
+
+function startNode(dir: string, port: number): ChildProcess {
+  return spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--dir', path.join(dir, String(port))],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
 }
 
 async function killNode(node: RedisClusterNode): Promise<void> {

@@ -142,7 +142,7 @@ export async function startJobWorker(options: JobWorkerOptions): Promise<JobWork
       ? undefined
       : startRelayLoop(options.database, queues, { ...(options.relayIntervalMs === undefined ? {} : { intervalMs: options.relayIntervalMs }), ...(log === undefined ? {} : { logger: log }), onRedisError: redis.connectionError });
   // On Redis's return, the schedules are registered again if it came back without them (a restart with no persistence).
-  const watch = redis.watch(options.connection, async () => {
+  const watch = redis.watch(options.connection, queues.prefix, async () => {
     if (options.schedulers === false) return;
     if ((await queues.queues.fade.getJobScheduler('nightly-fade')) !== undefined) return;
     await registerSchedulers(queues, schedule);
@@ -211,9 +211,12 @@ function redisState(log: Logger | undefined) {
     // What the connections report comes late and out of order (a connection still retrying after Redis is back):
     // only the watch's own ping decides the state; the connections' errors are noted at debug level.
     connectionError: (error: Error) => log?.debug({ err: { message: error.message } }, 'a Redis connection failed'),
-    watch(connection: ConnectionOptions, onReturn: () => Promise<void>) {
+    watch(connection: ConnectionOptions, prefix: string, onReturn: () => Promise<void>) {
       // A connection of its own that tries again every second, so that Redis's return is seen within moments of it.
       const client = watchClient(connection);
+      // On a cluster, the master that matters is the one holding the queues' slot (the prefix is braced): a read of a key
+      // in that slot goes to it, where a PING would go to any master. It comes back empty after a restart without a replica.
+      const probe = client instanceof Cluster ? () => client.exists(`${prefix}:probe`) : () => client.ping();
       client.on('error', () => {});
       let stopped = false;
       let timer: NodeJS.Timeout | undefined;
@@ -223,7 +226,7 @@ function redisState(log: Logger | undefined) {
       const check = async () => {
         let answered = false;
         try {
-          await client.ping();
+          await probe();
           answered = true;
         } catch (error) {
           wentAway(error as Error);
