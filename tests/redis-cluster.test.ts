@@ -117,6 +117,12 @@ describe('Roster on a three-master Redis Cluster', () => {
       }, '/healthz to report the lost master', 30_000);
       expect(last.ok).toBe(false);
       expect(last.redis).toContain(`127.0.0.1:${home.port}`);
+      const doctor = await runRoster(['doctor', '--json'], env);
+      expect(doctor.code).toBe(1);
+      expect((JSON.parse(doctor.stdout) as { checks: Array<{ name: string; status: string; detail: string }> }).checks.find((check) => check.name === 'redis')).toMatchObject({
+        status: 'fail',
+        detail: expect.stringMatching(new RegExp(`127\\.0\\.0\\.1:${home.port}.*roster start does not replace a cluster`)),
+      });
       // Turns go on meanwhile; their jobs wait in the outbox, which the relay tries and cannot hand over.
       const during = await fetch(`${address}/api/chat`, {
         method: 'POST',

@@ -173,13 +173,20 @@ export async function runJobNow(
   const parsed = payloadSchemas[name].safeParse(payload);
   if (!parsed.success) throw new RosterError('job_payload_invalid', `Bad options for ${name}: ${parsed.error.message}`);
   const queues = createQueues(connection, options.prefix);
+  const queue = queues.queues[name];
   const shared = ownClient(connection);
-  const events = options.wait === true ? new QueueEvents(name, { connection: shared.connection, prefix: queues.prefix }, ClosingSafeConnection) : undefined;
+  let events: QueueEvents | undefined;
   try {
-    // A connection dropped while waiting is retried by QueueEvents itself; the wait's own timeout bounds it.
-    events?.on('error', () => {});
-    if (events !== undefined) await events.waitUntilReady();
-    const job = await queues.queues[name].add(name, parsed.data, { attempts: 1 });
+    if (options.wait === true) {
+      // The wait reads the queue's events from the last one before the add: a job finished before the wait's first
+      // read (a worker can take and finish one within milliseconds, before that read is sent) is not missed.
+      const lastEventId = await lastEvent(shared.connection, queue.keys.events!);
+      events = new QueueEvents(name, { connection: shared.connection, prefix: queues.prefix, lastEventId }, ClosingSafeConnection);
+      // A connection dropped while waiting is retried by QueueEvents itself; the wait's own timeout bounds it.
+      events.on('error', () => {});
+      await events.waitUntilReady();
+    }
+    const job = await queue.add(name, parsed.data, { attempts: 1 });
     if (events === undefined) return { id: job.id! };
     const result = await job.waitUntilFinished(events, options.timeoutMs ?? 10 * 60_000);
     return { id: job.id!, result };
@@ -187,6 +194,17 @@ export async function runJobNow(
     await events?.close();
     shared.close();
     await queues.close();
+  }
+}
+
+/** The id of the last entry of an events stream (`0-0` when it has none), read on the given client or on one made for it. */
+async function lastEvent(connection: ConnectionOptions, key: string): Promise<string> {
+  const reader = isClient(connection) || connection instanceof Cluster ? connection : new IORedis({ ...(connection as RedisOptions), lazyConnect: true });
+  try {
+    const [last] = await reader.xrevrange(key, '+', '-', 'COUNT', 1);
+    return last?.[0] ?? '0-0';
+  } finally {
+    if (reader !== connection) reader.disconnect();
   }
 }
 
