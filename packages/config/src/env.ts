@@ -1,9 +1,10 @@
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { ConfigError, type ConfigIssue } from '@roster/errors';
-import { optionalSecret, optionalUrl, urlWithProtocols, type VariableSpec } from '@roster/contracts';
+import { optionalSecret, optionalUrl, type VariableSpec } from '@roster/contracts';
 import { z } from 'zod';
 import { installationKeyFormat, parseInstallationKey } from './installation-key.js';
+import { isRedisUrl, parseRedisUrl } from './redis-url.js';
 
 /** How one environment variable is read, documented and shown. */
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -77,10 +78,10 @@ export const environment = {
     secret: true,
   },
   REDIS_URL: {
-    schema: urlWithProtocols(['redis:', 'rediss:']).default('redis://127.0.0.1:6379'),
+    schema: z.string().trim().refine(isRedisUrl).default('redis://127.0.0.1:6379'),
     example: 'redis://127.0.0.1:6379',
     description:
-      'Redis for the job queues. `roster start` starts a private redis-server in the data folder when this one is not reachable.',
+      'Redis for the job queues. A Redis Cluster: redis+cluster://host:port?node=host:port (rediss+cluster:// with TLS), with a ROSTER_QUEUE_PREFIX in braces. `roster start` starts a private redis-server in the data folder when a single Redis here is not reachable.',
     secret: true,
   },
   ROSTER_DATA_DIR: {
@@ -290,6 +291,11 @@ export function parseConfig(source: Readonly<Record<string, string | undefined>>
       variable: 'ROSTER_SECRET_KEY',
       message: `is required when NODE_ENV=production; set it to ${installationKeyFormat}`,
     });
+  }
+  // On a cluster every key of a queue must hash to one slot (BullMQ's scripts touch several at once): only a prefix in braces does that.
+  const prefix = values.ROSTER_QUEUE_PREFIX;
+  if (typeof values.REDIS_URL === 'string' && typeof prefix === 'string' && parseRedisUrl(values.REDIS_URL).kind === 'cluster' && !prefix.startsWith('{')) {
+    issues.push({ variable: 'ROSTER_QUEUE_PREFIX', message: `must be in braces on a Redis Cluster (as {${prefix}}), so that each queue's keys share one slot` });
   }
   if (issues.length > 0) throw new ConfigError(issues);
   return Object.freeze({ ...values, channels: Object.freeze(channels) }) as Config;

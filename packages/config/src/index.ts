@@ -10,6 +10,7 @@ export {
   type EnvironmentVariable,
 } from './env.js';
 export { createLogger, redactedPaths, type Logger } from './logger.js';
+export { isRedisUrl, parseRedisUrl, redisProtocols, type RedisTarget } from './redis-url.js';
 export { isLoopbackAddress, isLoopbackUrl } from './loopback.js';
 export { makePrivateFolder, privateFileMode, privateFolderMode, tightenFolder, writePrivateFile } from './private-files.js';
 export {

@@ -1,4 +1,5 @@
-import { RedisConnection } from 'bullmq';
+import { RedisConnection, type ConnectionOptions } from 'bullmq';
+import { Cluster, type ClusterNode, type ClusterOptions } from 'ioredis';
 
 /**
  * BullMQ's Redis connection, except that an error it reports after being
@@ -20,4 +21,30 @@ export class ClosingSafeConnection extends RedisConnection {
     if (event === 'error' && this.listenerCount('error') === 0) return false;
     return super.emit(event, ...args);
   }
+}
+
+/**
+ * The connection options of a Redis Cluster (a `redis+cluster://` REDIS_URL):
+ * ioredis' cluster options and the nodes to start from. BullMQ makes a client
+ * of its own only for a single Redis; a cluster client is made by
+ * {@link ownClient} and handed to BullMQ, which duplicates it where it needs
+ * a connection of its own (a worker's blocking one, QueueEvents').
+ */
+export type ClusterConnection = ClusterOptions & { startupNodes: ClusterNode[] };
+
+export function isClusterConnection(connection: ConnectionOptions): connection is ClusterConnection {
+  return Array.isArray((connection as { startupNodes?: unknown }).startupNodes);
+}
+
+/**
+ * A client for BullMQ to share, and how to close it: for a cluster, a Cluster
+ * client that BullMQ uses without closing it (a shared instance), closed here
+ * once its queues and workers are; anything else as it is, for BullMQ to
+ * open and close itself.
+ */
+export function ownClient(connection: ConnectionOptions): { connection: ConnectionOptions; close(): void } {
+  if (!isClusterConnection(connection)) return { connection, close: () => {} };
+  const { startupNodes, ...options } = connection;
+  const cluster = new Cluster(startupNodes, { ...options, lazyConnect: true });
+  return { connection: cluster, close: () => cluster.disconnect() };
 }

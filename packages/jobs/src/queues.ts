@@ -1,6 +1,7 @@
 import { Queue, type ConnectionOptions, type JobsOptions, type RedisOptions } from 'bullmq';
 import { z } from 'zod';
-import { ClosingSafeConnection } from './connection.js';
+import { parseRedisUrl } from '@roster/config';
+import { ClosingSafeConnection, isClusterConnection, ownClient, type ClusterConnection } from './connection.js';
 
 /** Every job Roster runs, one queue each, so that Bull Board shows them apart. */
 export const jobNames = ['fade', 'harvest', 'mirror', 'review', 'extract', 'embed', 'episodes', 'erase', 'vacuum'] as const;
@@ -66,6 +67,8 @@ export interface QueueSet {
 export function producerConnection(connection: ConnectionOptions): ConnectionOptions {
   // BullMQ's own test for a client instance rather than options.
   if (['connect', 'disconnect', 'duplicate'].every((method) => typeof (connection as unknown as Record<string, unknown>)[method] === 'function')) return connection;
+  // A cluster client keeps its offline queue at the top: its nodes' own connections are made on their first command, which they must hold until then.
+  if (isClusterConnection(connection)) return { ...connection, enableOfflineQueue: false };
   const options: RedisOptions = { ...(connection as RedisOptions), enableOfflineQueue: false };
   return options;
 }
@@ -76,10 +79,10 @@ export function producerConnection(connection: ConnectionOptions): ConnectionOpt
  * Redis from the calls that fail, and nothing is printed per reconnection attempt.
  */
 export function createQueues(connection: ConnectionOptions, prefix = '{roster}', onError: (error: Error) => void = () => {}): QueueSet {
-  const producer = producerConnection(connection);
+  const producer = ownClient(producerConnection(connection));
   const queues = Object.fromEntries(
     jobNames.map((name) => {
-      const queue = new Queue(name, { connection: producer, prefix, defaultJobOptions }, ClosingSafeConnection);
+      const queue = new Queue(name, { connection: producer.connection, prefix, defaultJobOptions }, ClosingSafeConnection);
       queue.on('error', onError);
       return [name, queue];
     }),
@@ -89,6 +92,7 @@ export function createQueues(connection: ConnectionOptions, prefix = '{roster}',
     queues,
     async close() {
       await Promise.all(Object.values(queues).map((queue) => queue.close()));
+      producer.close();
     },
   };
 }
@@ -98,16 +102,27 @@ export function isJobName(name: string): name is JobName {
   return (jobNames as readonly string[]).includes(name);
 }
 
-/** Redis connection options for BullMQ from a redis:// URL. */
+/** Redis connection options for BullMQ from a REDIS_URL: one server's, or a cluster's ({@link ClusterConnection}). */
 export function connectionFromUrl(url: string): ConnectionOptions {
-  const parsed = new URL(url);
+  const target = parseRedisUrl(url);
+  const credentials = {
+    ...(target.password === undefined ? {} : { password: target.password }),
+    ...(target.username === undefined ? {} : { username: target.username }),
+    ...(target.tls ? { tls: {} } : {}),
+  };
+  if (target.kind === 'cluster') {
+    const cluster: ClusterConnection = {
+      startupNodes: target.nodes,
+      // BullMQ workers block on Redis; they must not give up on a slow command.
+      redisOptions: { ...credentials, maxRetriesPerRequest: null },
+    };
+    return cluster;
+  }
   return {
-    host: parsed.hostname,
-    port: Number(parsed.port || 6379),
-    ...(parsed.password === '' ? {} : { password: decodeURIComponent(parsed.password) }),
-    ...(parsed.username === '' ? {} : { username: decodeURIComponent(parsed.username) }),
-    ...(parsed.pathname.length > 1 ? { db: Number(parsed.pathname.slice(1)) } : {}),
-    ...(parsed.protocol === 'rediss:' ? { tls: {} } : {}),
+    host: target.host,
+    port: target.port,
+    ...credentials,
+    ...(target.db === undefined ? {} : { db: target.db }),
     // BullMQ workers block on Redis; they must not give up on a slow command.
     maxRetriesPerRequest: null,
   };

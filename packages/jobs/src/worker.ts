@@ -1,8 +1,8 @@
 import type { Logger } from '@roster/config';
 import { RosterError } from '@roster/errors';
 import { QueueEvents, UnrecoverableError, WaitingError, Worker, type ConnectionOptions, type Job, type RedisOptions } from 'bullmq';
-import { Redis as IORedis } from 'ioredis';
-import { ClosingSafeConnection } from './connection.js';
+import { Cluster, Redis as IORedis } from 'ioredis';
+import { ClosingSafeConnection, isClusterConnection, ownClient } from './connection.js';
 import { handlers, type JobDependencies } from './handlers.js';
 import { runAsJob } from './job-context.js';
 import { createQueues, jobNames, payloadSchemas, type JobName, type QueueSet } from './queues.js';
@@ -120,11 +120,12 @@ export async function startJobWorker(options: JobWorkerOptions): Promise<JobWork
     vacuumEveryMs: options.schedule?.vacuumEveryMs ?? 60 * 60_000,
   };
   if (options.schedulers !== false) await registerSchedulers(queues, schedule);
+  const shared = ownClient(options.connection);
   const workers = jobNames.map(
     (name) =>
       // Three parameters: BullMQ passes an abort signal only to a processor that takes one.
       new Worker(name, (job, token, signal) => processJob(options, job, token, signal), {
-        connection: options.connection,
+        connection: shared.connection,
         prefix: queues.prefix,
         concurrency: options.concurrency ?? 1,
         lockDuration: options.lockDurationMs ?? 30_000,
@@ -141,7 +142,7 @@ export async function startJobWorker(options: JobWorkerOptions): Promise<JobWork
       ? undefined
       : startRelayLoop(options.database, queues, { ...(options.relayIntervalMs === undefined ? {} : { intervalMs: options.relayIntervalMs }), ...(log === undefined ? {} : { logger: log }), onRedisError: redis.connectionError });
   // On Redis's return, the schedules are registered again if it came back without them (a restart with no persistence).
-  const watch = redis.watch(options.connection, async () => {
+  const watch = redis.watch(options.connection, queues.prefix, async () => {
     if (options.schedulers === false) return;
     if ((await queues.queues.fade.getJobScheduler('nightly-fade')) !== undefined) return;
     await registerSchedulers(queues, schedule);
@@ -156,6 +157,7 @@ export async function startJobWorker(options: JobWorkerOptions): Promise<JobWork
       // Long jobs stop at their next progress report and wait for the next worker; short ones finish.
       for (const worker of workers) worker.cancelAllJobs('the worker is stopping');
       await Promise.all(workers.map((worker) => worker.close()));
+      shared.close();
       await queues.close();
     },
   };
@@ -171,18 +173,38 @@ export async function runJobNow(
   const parsed = payloadSchemas[name].safeParse(payload);
   if (!parsed.success) throw new RosterError('job_payload_invalid', `Bad options for ${name}: ${parsed.error.message}`);
   const queues = createQueues(connection, options.prefix);
-  const events = options.wait === true ? new QueueEvents(name, { connection, prefix: queues.prefix }, ClosingSafeConnection) : undefined;
+  const queue = queues.queues[name];
+  const shared = ownClient(connection);
+  let events: QueueEvents | undefined;
   try {
-    // A connection dropped while waiting is retried by QueueEvents itself; the wait's own timeout bounds it.
-    events?.on('error', () => {});
-    if (events !== undefined) await events.waitUntilReady();
-    const job = await queues.queues[name].add(name, parsed.data, { attempts: 1 });
+    if (options.wait === true) {
+      // The wait reads the queue's events from the last one before the add: a job finished before the wait's first
+      // read (a worker can take and finish one within milliseconds, before that read is sent) is not missed.
+      const lastEventId = await lastEvent(shared.connection, queue.keys.events!);
+      events = new QueueEvents(name, { connection: shared.connection, prefix: queues.prefix, lastEventId }, ClosingSafeConnection);
+      // A connection dropped while waiting is retried by QueueEvents itself; the wait's own timeout bounds it.
+      events.on('error', () => {});
+      await events.waitUntilReady();
+    }
+    const job = await queue.add(name, parsed.data, { attempts: 1 });
     if (events === undefined) return { id: job.id! };
     const result = await job.waitUntilFinished(events, options.timeoutMs ?? 10 * 60_000);
     return { id: job.id!, result };
   } finally {
     await events?.close();
+    shared.close();
     await queues.close();
+  }
+}
+
+/** The id of the last entry of an events stream (`0-0` when it has none), read on the given client or on one made for it. */
+async function lastEvent(connection: ConnectionOptions, key: string): Promise<string> {
+  const reader = isClient(connection) || connection instanceof Cluster ? connection : new IORedis({ ...(connection as RedisOptions), lazyConnect: true });
+  try {
+    const [last] = await reader.xrevrange(key, '+', '-', 'COUNT', 1);
+    return last?.[0] ?? '0-0';
+  } finally {
+    if (reader !== connection) reader.disconnect();
   }
 }
 
@@ -207,11 +229,12 @@ function redisState(log: Logger | undefined) {
     // What the connections report comes late and out of order (a connection still retrying after Redis is back):
     // only the watch's own ping decides the state; the connections' errors are noted at debug level.
     connectionError: (error: Error) => log?.debug({ err: { message: error.message } }, 'a Redis connection failed'),
-    watch(connection: ConnectionOptions, onReturn: () => Promise<void>) {
+    watch(connection: ConnectionOptions, prefix: string, onReturn: () => Promise<void>) {
       // A connection of its own that tries again every second, so that Redis's return is seen within moments of it.
-      const client = isClient(connection)
-        ? connection.duplicate({ enableOfflineQueue: false, maxRetriesPerRequest: 1, retryStrategy: () => 1000 })
-        : new IORedis({ ...(connection as RedisOptions), enableOfflineQueue: false, maxRetriesPerRequest: 1, retryStrategy: () => 1000 });
+      const client = watchClient(connection);
+      // On a cluster, the master that matters is the one holding the queues' slot (the prefix is braced): a read of a key
+      // in that slot goes to it, where a PING would go to any master. It comes back empty after a restart without a replica.
+      const probe = client instanceof Cluster ? () => client.exists(`${prefix}:probe`) : () => client.ping();
       client.on('error', () => {});
       let stopped = false;
       let timer: NodeJS.Timeout | undefined;
@@ -221,7 +244,7 @@ function redisState(log: Logger | undefined) {
       const check = async () => {
         let answered = false;
         try {
-          await client.ping();
+          await probe();
           answered = true;
         } catch (error) {
           wentAway(error as Error);
@@ -251,6 +274,17 @@ function redisState(log: Logger | undefined) {
       };
     },
   };
+}
+
+/** A client of the watch's own, which gives up on a command quickly and tries to connect again every second. */
+function watchClient(connection: ConnectionOptions): IORedis | Cluster {
+  if (isClusterConnection(connection)) {
+    const { startupNodes, ...options } = connection;
+    return new Cluster(startupNodes, { ...options, enableOfflineQueue: false, clusterRetryStrategy: () => 1000, redisOptions: { ...options.redisOptions, maxRetriesPerRequest: 1 } });
+  }
+  return isClient(connection)
+    ? connection.duplicate({ enableOfflineQueue: false, maxRetriesPerRequest: 1, retryStrategy: () => 1000 })
+    : new IORedis({ ...(connection as RedisOptions), enableOfflineQueue: false, maxRetriesPerRequest: 1, retryStrategy: () => 1000 });
 }
 
 function isClient(connection: ConnectionOptions): connection is IORedis {

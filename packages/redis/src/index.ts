@@ -3,9 +3,9 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { makePrivateFolder, redactUrl, tightenFolder, writePrivateFile, type Logger } from '@roster/config';
+import { makePrivateFolder, parseRedisUrl, redactUrl, tightenFolder, writePrivateFile, type Logger, type RedisTarget } from '@roster/config';
 import { RosterError } from '@roster/errors';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 
 /** A Redis that Roster may use, and how to let go of it. */
 export interface RedisHandle {
@@ -15,8 +15,15 @@ export interface RedisHandle {
   stop(): Promise<void>;
 }
 
-/** Answer PING at `url` within `timeoutMs`, or throw with the reason. */
+/**
+ * Answer PING at `url` within `timeoutMs`, or throw with the reason. On a
+ * Redis Cluster every master must answer and the cluster must say its state
+ * is ok: a master that is gone takes its slots with it, and a queue whose
+ * slot it held stops.
+ */
 export async function pingRedis(url: string, timeoutMs = 2000): Promise<void> {
+  const target = parseRedisUrl(url);
+  if (target.kind === 'cluster') return pingCluster(target, timeoutMs);
   const client = new Redis(url, {
     lazyConnect: true,
     connectTimeout: timeoutMs,
@@ -31,6 +38,51 @@ export async function pingRedis(url: string, timeoutMs = 2000): Promise<void> {
   } finally {
     client.disconnect();
   }
+}
+
+async function pingCluster(target: Extract<RedisTarget, { kind: 'cluster' }>, timeoutMs: number): Promise<void> {
+  const cluster = new Cluster(target.nodes, {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    clusterRetryStrategy: () => null,
+    slotsRefreshTimeout: timeoutMs,
+    // The masters' own connections are made on their first command: they queue it until then, and fail at once when refused.
+    redisOptions: { ...credentials(target), connectTimeout: timeoutMs, maxRetriesPerRequest: 0 },
+  });
+  cluster.on('error', () => {});
+  try {
+    await within(cluster.connect(), timeoutMs, 'the cluster did not answer');
+    const masters = cluster.nodes('master');
+    if (masters.length === 0) throw new Error('the cluster has no master');
+    await Promise.all(
+      masters.map((node) =>
+        within(node.ping(), timeoutMs, 'no answer').catch((error: unknown) => {
+          throw new Error(`the cluster node ${node.options.host}:${node.options.port} does not answer: ${(error as Error).message}`);
+        }),
+      ),
+    );
+    const info = String(await within(masters[0]!.cluster('INFO'), timeoutMs, 'no answer to CLUSTER INFO'));
+    const state = /cluster_state:(\w+)/.exec(info)?.[1];
+    if (state !== 'ok') throw new Error(`the cluster's state is ${state ?? 'unknown'}`);
+  } finally {
+    cluster.disconnect();
+  }
+}
+
+function credentials(target: RedisTarget): { username?: string; password?: string; tls?: object } {
+  return {
+    ...(target.username === undefined ? {} : { username: target.username }),
+    ...(target.password === undefined ? {} : { password: target.password }),
+    ...(target.tls ? { tls: {} } : {}),
+  };
+}
+
+function within<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 /** `ok`, or the reason Redis at `url` does not answer: what /healthz and doctor show. */
@@ -83,6 +135,10 @@ export async function ensureRedis(options: EnsureRedisOptions): Promise<RedisHan
     reason = (error as Error).message;
   }
   const shown = redactUrl(options.url);
+  if (parseRedisUrl(options.url).kind === 'cluster') {
+    // A private redis-server in place of a cluster would split the queues from the other processes that use the cluster.
+    throw new RosterError('redis_unreachable', `The Redis Cluster of REDIS_URL is not ready (${shown}: ${reason}): start its nodes, or fix REDIS_URL.`, { retryable: true });
+  }
   const executable = options.allowPrivate ? findExecutable('redis-server', options.searchPath) : undefined;
   if (executable === undefined) {
     throw new RosterError(

@@ -1,6 +1,6 @@
 import { channelPlugins } from '@roster/channel-registry';
 import { createChannelCredentialStore } from '@roster/channels';
-import { loadInstallationKey, redactUrl, type Config, type InstallationKey, type Logger } from '@roster/config';
+import { loadInstallationKey, parseRedisUrl, redactUrl, type Config, type InstallationKey, type Logger } from '@roster/config';
 import { compareVersions, loadMigrations, minimumPgvector, openDatabase, probeWrites, type Database } from '@roster/db';
 import { checkModelReference } from '@roster/engines';
 import { checkChannels, type OpenedCredentials } from '@roster/gateway';
@@ -74,7 +74,11 @@ async function otherChecks(
   checks.push(
     redis === 'ok'
       ? { name: 'redis', status: 'ok', detail: redactUrl(config.REDIS_URL) }
-      : { name: 'redis', status: 'fail', detail: `${redis}. roster start would start a private redis-server if one is installed.` },
+      : {
+          name: 'redis',
+          status: 'fail',
+          detail: `${redis}. ${parseRedisUrl(config.REDIS_URL).kind === 'cluster' ? 'Start the cluster’s nodes: roster start does not replace a cluster.' : 'roster start would start a private redis-server if one is installed.'}`,
+        },
   );
   checks.push(await modelCheck('engine', config.ROSTER_ENGINE, config));
   checks.push(await judgeCheck(config));
