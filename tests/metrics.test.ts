@@ -1,0 +1,193 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import { startFakeTelegram } from '@roster/channel-telegram/testing';
+import { until } from '@roster/channels/conformance';
+import { connectionFromUrl, createQueues, jobNames } from '@roster/jobs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { endRoster, freePort, runRoster, startListening, tempDataDir } from './support/roster-process.js';
+
+/**
+ * GET /metrics of the real `roster start` (server, worker and gateway in
+ * one process): turns through the API and through a Telegram stand-in are
+ * counted by door and engine as they end; queue depth, the outbox's backlog
+ * and the bot accounts' states are read when scraped. Only an owner reads
+ * it on the public port; METRICS_PORT serves it on loopback alone.
+ */
+
+const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+const cleanups: Array<() => Promise<unknown> | unknown> = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** The samples of a Prometheus text exposition (comments skipped). */
+function samples(text: string): Sample[] {
+  return text
+    .split('\n')
+    .filter((line) => line !== '' && !line.startsWith('#'))
+    .map((line) => {
+      const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+      if (match === null) throw new Error(`not a sample line: ${line}`);
+      const labels: Record<string, string> = {};
+      for (const [, key, value] of (match[2] ?? '').matchAll(/([a-zA-Z_]\w*)="((?:[^"\\]|\\.)*)"/g)) labels[key!] = value!;
+      return { name: match[1]!, labels, value: Number(match[3]) };
+    });
+}
+
+/** The value of the one sample of `name` whose labels include `labels`, or 0 when there is none. */
+function valueOf(text: string, name: string, labels: Record<string, string> = {}): number {
+  const found = samples(text).filter((sample) => sample.name === name && Object.entries(labels).every(([key, value]) => sample.labels[key] === value));
+  if (found.length > 1) throw new Error(`${found.length} samples of ${name} ${JSON.stringify(labels)}`);
+  return found[0]?.value ?? 0;
+}
+
+describe('GET /metrics', () => {
+  it('counts turns by door and engine, reads queues, outbox and accounts at scrape time, and answers only an owner (or loopback METRICS_PORT)', { timeout: 300_000 }, async () => {
+    const dir = tempDataDir();
+    cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const prefix = `test-${randomUUID()}`;
+    cleanups.push(async () => {
+      const queues = createQueues(connectionFromUrl(redisUrl), prefix);
+      for (const name of jobNames) await queues.queues[name].obliterate({ force: true });
+      await queues.close();
+    });
+    const telegram = await startFakeTelegram();
+    cleanups.push(() => telegram.close());
+    const metricsPort = await freePort();
+    const env = {
+      ROSTER_DATA_DIR: dir,
+      REDIS_URL: redisUrl,
+      ROSTER_QUEUE_PREFIX: prefix,
+      TELEGRAM_BOT_TOKEN: telegram.token,
+      TELEGRAM_API_ROOT: telegram.apiRoot,
+      METRICS_PORT: String(metricsPort),
+    };
+    const roster = async (...args: string[]) => {
+      const result = await runRoster(args, env, 120_000);
+      expect(result.code, `roster ${args.join(' ')}\n${result.stdout}\n${result.stderr}`).toBe(0);
+      return result.stdout.trim();
+    };
+
+    const { roster: running, address } = await startListening(env);
+    cleanups.push(() => endRoster(running));
+    expect(running.output().stdout).toContain(`Metrics at http://127.0.0.1:${metricsPort}/metrics`);
+    const signIn = async (as: string) => {
+      const link = await roster('login-link', '--as', as);
+      const login = await fetch(`${address}/api/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: new URL(link).hash.slice(1) }) });
+      expect(login.status).toBe(200);
+      return { cookie: login.headers.get('set-cookie')!.split(';')[0]!, csrfToken: ((await login.json()) as { csrfToken: string }).csrfToken };
+    };
+    await roster('person', 'add', 'Ada', '--role', 'owner');
+    await roster('person', 'add', 'Bob');
+    await roster('person', 'add', 'Pia');
+    await roster('agent', 'add', '--name', 'Scout', '--job', 'keeps notes');
+    const owner = await signIn('Ada');
+    const member = await signIn('Bob');
+    const scrape = async (headers: Record<string, string> = { cookie: owner.cookie }) => {
+      const response = await fetch(`${address}/metrics`, { headers });
+      expect(response.status, await response.clone().text()).toBe(200);
+      expect(response.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+      return response.text();
+    };
+
+    // Who may read it: no credential 401, a member 403, an owner's session or API token 200.
+    expect((await fetch(`${address}/metrics`)).status).toBe(401);
+    expect((await fetch(`${address}/metrics`, { headers: { authorization: 'Bearer rst_not-a-token' } })).status).toBe(401);
+    expect((await fetch(`${address}/metrics`, { headers: { cookie: member.cookie } })).status).toBe(403);
+    const made = await fetch(`${address}/api/tokens`, {
+      method: 'POST',
+      headers: { cookie: owner.cookie, 'x-csrf-token': owner.csrfToken, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'prometheus' }),
+    });
+    expect(made.status).toBe(201);
+    const token = ((await made.json()) as { token: string }).token;
+    const before = await scrape({ authorization: `Bearer ${token}` });
+    const web = { door: 'web', engine: 'offline', outcome: 'answered' };
+    const webBefore = valueOf(before, 'roster_turns_total', web);
+
+    // Two turns on the page's door, one through Telegram (after a link code, which is a refused turn: nothing kept), one at the CLI.
+    const words = ['remember that my kayak is called Zephyrine', 'remember that my tent is striped mauve'];
+    for (const message of words) {
+      const chat = await fetch(`${address}/api/chat`, {
+        method: 'POST',
+        headers: { cookie: owner.cookie, 'x-csrf-token': owner.csrfToken, 'content-type': 'application/json' },
+        body: JSON.stringify({ agent: 'Scout', message }),
+      });
+      expect(chat.status).toBe(200);
+      expect(await chat.text()).toContain('event: done');
+    }
+    await until(() => telegram.calls.includes('getUpdates'), 'the gateway to poll Telegram', 30_000);
+    const pia = telegram.user(3);
+    await telegram.command(pia, 'dm', `link ${await roster('person', 'link-code', 'Pia')}`);
+    await until(() => telegram.sent().some((sent) => sent.text === 'Linked: you are Pia here now.'), 'the link to be answered', 30_000);
+    await telegram.deliver({ chat: 'dm', from: pia, text: 'remember that my violin is amber quokka' });
+    await until(() => telegram.sent().some((sent) => sent.text === 'Noted: my violin is amber quokka'), 'the Telegram turn to be answered', 30_000);
+    expect(await roster('chat', '--agent', 'Scout', '--as', 'Ada', 'remember that my lamp is teal')).toBe('Noted: my lamp is teal');
+
+    const after = await scrape();
+    // Turns: exactly the two of the page, the Telegram one; the CLI's ran in its own process, not this one.
+    expect(valueOf(after, 'roster_turns_total', web) - webBefore).toBe(2);
+    expect(valueOf(after, 'roster_turns_total', { door: 'telegram', engine: 'offline', outcome: 'answered' })).toBe(1);
+    expect(valueOf(after, 'roster_turns_total', { door: 'telegram', engine: 'none', outcome: 'refused' })).toBe(1);
+    expect(valueOf(after, 'roster_turns_total', { door: 'cli' })).toBe(0);
+    expect(valueOf(after, 'roster_engine_failures_total', { door: 'web' })).toBe(0);
+    // Their latency: every bucket of the histogram, the last holding all the page's turns.
+    const buckets = samples(after).filter((sample) => sample.name === 'roster_turn_duration_seconds_bucket' && sample.labels.door === 'web' && sample.labels.engine === 'offline');
+    expect(buckets.map((bucket) => bucket.labels.le)).toEqual(['0.05', '0.1', '0.25', '0.5', '1', '2.5', '5', '10', '20', '30', '60', '120', '+Inf']);
+    expect(buckets.at(-1)!.value - valueOf(before, 'roster_turn_duration_seconds_bucket', { door: 'web', engine: 'offline', le: '+Inf' })).toBe(2);
+    expect(valueOf(after, 'roster_turn_duration_seconds_count', { door: 'web', engine: 'offline' })).toBe(buckets.at(-1)!.value);
+    expect(valueOf(after, 'roster_turn_duration_seconds_sum', { door: 'web', engine: 'offline' })).toBeGreaterThan(0);
+
+    // Read at scrape time: every queue in every state, the outbox per queue, the Telegram account held by this process.
+    for (const queue of jobNames) {
+      for (const state of ['waiting', 'active', 'delayed', 'failed']) {
+        expect(samples(after).some((sample) => sample.name === 'roster_queue_jobs' && sample.labels.queue === queue && sample.labels.state === state), `${queue} ${state}`).toBe(true);
+      }
+      expect(samples(after).some((sample) => sample.name === 'roster_outbox_pending' && sample.labels.queue === queue), `outbox ${queue}`).toBe(true);
+    }
+    for (const source of ['queues', 'outbox', 'leases']) expect(valueOf(after, 'roster_metrics_source_up', { source })).toBe(1);
+    const accounts = samples(after).filter((sample) => sample.name === 'roster_channel_state');
+    expect(accounts.map(({ labels, value }) => ({ ...labels, holder: labels.holder!.replace(/:\d+:[0-9a-f]{8}$/, ':PID:ID'), value }))).toEqual([
+      { channel: 'telegram', account: 'default', holder: expect.stringMatching(/:PID:ID$/), state: 'receiving', value: 1 },
+    ]);
+    // The turns each queued extraction (in its outbox row, then in its queue): the worker of this process relays and runs them.
+    await until(
+      async () => {
+        const text = await scrape();
+        return valueOf(text, 'roster_outbox_pending', { queue: 'extract' }) === 0 && valueOf(text, 'roster_queue_jobs', { queue: 'extract', state: 'waiting' }) === 0;
+      },
+      'the extractions to be relayed and run',
+      60_000,
+    );
+
+    // No label names a person, holds their words, their ids or a token.
+    const people = (await (await fetch(`${address}/api/people`, { headers: { cookie: owner.cookie } })).json()) as { people: Array<{ id: string; name: string }> };
+    expect(people.people.map((person) => person.name).sort()).toEqual(['Ada', 'Bob', 'Pia', 'owner']);
+    const labelValues = samples(after).flatMap((sample) => Object.values(sample.labels));
+    // Ids and secrets anywhere in a label; names and words as a label's words (a holder's random hex may spell "ada").
+    const secrets = [...people.people.map((person) => person.id), pia.id, token, telegram.token];
+    const names = [...people.people.map((person) => person.name), pia.name, ...words.flatMap((message) => message.split(' ')), 'violin', 'amber', 'quokka', 'lamp', 'teal'].map((word) =>
+      word.toLowerCase(),
+    );
+    for (const value of labelValues) {
+      for (const secret of secrets) expect(value.includes(secret), `label ${JSON.stringify(value)} holds ${secret}`).toBe(false);
+      for (const word of value.toLowerCase().split(/[^a-z0-9]+/)) expect(names, `label ${JSON.stringify(value)}`).not.toContain(word);
+    }
+    // A positive control for the scan: the labels do hold the doors and the engine.
+    expect(labelValues).toEqual(expect.arrayContaining(['web', 'telegram', 'offline']));
+
+    // METRICS_PORT: the same metrics on loopback, with no sign-in; nothing else there.
+    const loopback = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+    expect(loopback.status).toBe(200);
+    expect(valueOf(await loopback.text(), 'roster_turns_total', web) - webBefore).toBe(2);
+    expect((await fetch(`http://127.0.0.1:${metricsPort}/api/people`)).status).toBe(404);
+    expect((await fetch(`${address}/metrics`)).status).toBe(401);
+  });
+});
