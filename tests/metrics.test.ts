@@ -4,7 +4,7 @@ import { startFakeTelegram } from '@roster/channel-telegram/testing';
 import { until } from '@roster/channels/conformance';
 import { connectionFromUrl, createQueues, jobNames } from '@roster/jobs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { endRoster, freePort, runRoster, startListening, tempDataDir } from './support/roster-process.js';
+import { endRoster, freePort, runRoster, startListening, startRoster, tempDataDir } from './support/roster-process.js';
 
 /**
  * GET /metrics of the real `roster start` (server, worker and gateway in
@@ -189,5 +189,58 @@ describe('GET /metrics', () => {
     expect(valueOf(await loopback.text(), 'roster_turns_total', web) - webBefore).toBe(2);
     expect((await fetch(`http://127.0.0.1:${metricsPort}/api/people`)).status).toBe(404);
     expect((await fetch(`${address}/metrics`)).status).toBe(401);
+  });
+
+  it('each gateway serves its own on METRICS_PORT: the standby says so, and counts the takeover and its turns once the holder stops', { timeout: 300_000 }, async () => {
+    const dir = tempDataDir();
+    cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const telegram = await startFakeTelegram();
+    cleanups.push(() => telegram.close());
+    const env = { ROSTER_DATA_DIR: dir, REDIS_URL: redisUrl, ROSTER_QUEUE_PREFIX: `test-${randomUUID()}`, TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_API_ROOT: telegram.apiRoot };
+    expect((await runRoster(['agent', 'add', '--name', 'Scout', '--job', 'keeps notes'], env)).code).toBe(0);
+    const gateway = async () => {
+      const port = await freePort();
+      const process = startRoster(['gateway'], { ...env, GATEWAY_PORT: String(await freePort()), METRICS_PORT: String(port) });
+      cleanups.push(() => endRoster(process));
+      await process.waitForOutput(/gateway is running/);
+      return { process, scrape: async () => (await fetch(`http://127.0.0.1:${port}/metrics`)).text() };
+    };
+    const states = (text: string) =>
+      samples(text)
+        .filter((sample) => sample.name === 'roster_channel_state')
+        .map(({ labels }) => ({ holder: labels.holder, state: labels.state }))
+        .sort((a, b) => a.state.localeCompare(b.state));
+    const takeovers = (text: string) => valueOf(text, 'roster_lease_takeovers_total', { channel: 'telegram', account: 'default' });
+
+    const first = await gateway();
+    await until(() => telegram.calls.includes('getUpdates'), 'the first gateway to poll Telegram', 60_000);
+    const held = states(await first.scrape());
+    expect(held).toEqual([{ holder: expect.stringMatching(/:\d+:[0-9a-f]{8}$/), state: 'receiving' }]);
+    const firstHolder = held[0]!.holder!;
+    const second = await gateway();
+    await until(async () => states(await second.scrape()).some((account) => account.state === 'standby'), 'the second gateway to stand by', 60_000);
+    const standing = states(await second.scrape());
+    expect(standing).toEqual([
+      { holder: firstHolder, state: 'receiving' },
+      { holder: expect.not.stringMatching(firstHolder), state: 'standby' },
+    ]);
+    const secondHolder = standing[1]!.holder!;
+    // The first took a new account: no takeover; the second has taken nothing yet.
+    expect(takeovers(await first.scrape())).toBe(0);
+    expect(takeovers(await second.scrape())).toBe(0);
+
+    // The holder stops: the second takes the account over, and counts it once.
+    expect(await first.process.stop()).toBe(0);
+    await until(async () => states(await second.scrape()).some((account) => account.state === 'receiving' && account.holder === secondHolder), 'the second gateway to take over', 60_000);
+    const after = await second.scrape();
+    expect(states(after)).toEqual([{ holder: secondHolder, state: 'receiving' }]);
+    expect(takeovers(after)).toBe(1);
+
+    // A stranger's message now reaches the second gateway: its turn is counted there, under its door.
+    const before = valueOf(after, 'roster_turns_total', { door: 'telegram', engine: 'none', outcome: 'refused' });
+    const calls = telegram.sent().length;
+    await telegram.deliver({ chat: 'dm', from: telegram.user(5), text: 'hello there' });
+    await until(() => telegram.sent().length > calls, 'the pairing hint', 60_000);
+    expect(valueOf(await second.scrape(), 'roster_turns_total', { door: 'telegram', engine: 'none', outcome: 'refused' }) - before).toBe(1);
   });
 });
