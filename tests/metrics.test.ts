@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { startFakeTelegram } from '@roster/channel-telegram/testing';
 import { until } from '@roster/channels/conformance';
 import { connectionFromUrl, createQueues, jobNames } from '@roster/jobs';
@@ -48,6 +50,24 @@ function valueOf(text: string, name: string, labels: Record<string, string> = {}
   return found[0]?.value ?? 0;
 }
 
+/** A model server that lists its model and refuses every chat (400), as a misconfigured provider does: the far side of an engine failure. */
+async function startRefusingModel(): Promise<{ engine: string; port: number; close(): Promise<void> }> {
+  const server = http.createServer((request, response) => {
+    request.resume();
+    response.writeHead(request.method === 'GET' ? 200 : 400, { 'content-type': 'application/json' });
+    response.end(
+      JSON.stringify(
+        request.method === 'GET'
+          ? { object: 'list', data: [{ id: 'refusing-model', object: 'model', created: 1_700_000_000, owned_by: 'test' }] }
+          : { error: { message: 'This model does not take requests.', type: 'invalid_request_error' } },
+      ),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { engine: `openai-compatible:http://127.0.0.1:${port}/v1#refusing-model`, port, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
 describe('GET /metrics', () => {
   it('counts turns by door and engine, reads queues, outbox and accounts at scrape time, and answers only an owner (or loopback METRICS_PORT)', { timeout: 300_000 }, async () => {
     const dir = tempDataDir();
@@ -60,6 +80,8 @@ describe('GET /metrics', () => {
     });
     const telegram = await startFakeTelegram();
     cleanups.push(() => telegram.close());
+    const refusing = await startRefusingModel();
+    cleanups.push(() => refusing.close());
     const metricsPort = await freePort();
     const env = {
       ROSTER_DATA_DIR: dir,
@@ -114,15 +136,18 @@ describe('GET /metrics', () => {
 
     // Two turns on the page's door, one through Telegram (after a link code, which is a refused turn: nothing kept), one at the CLI.
     const words = ['remember that my kayak is called Zephyrine', 'remember that my tent is striped mauve'];
-    for (const message of words) {
-      const chat = await fetch(`${address}/api/chat`, {
+    const chat = async (agent: string, message: string) => {
+      const response = await fetch(`${address}/api/chat`, {
         method: 'POST',
         headers: { cookie: owner.cookie, 'x-csrf-token': owner.csrfToken, 'content-type': 'application/json' },
-        body: JSON.stringify({ agent: 'Scout', message }),
+        body: JSON.stringify({ agent, message }),
       });
-      expect(chat.status).toBe(200);
-      expect(await chat.text()).toContain('event: done');
-    }
+      expect(response.status).toBe(200);
+      const stream = await response.text();
+      expect(stream).toContain('event: done');
+      return stream;
+    };
+    for (const message of words) await chat('Scout', message);
     await until(() => telegram.calls.includes('getUpdates'), 'the gateway to poll Telegram', 30_000);
     const pia = telegram.user(3);
     await telegram.command(pia, 'dm', `link ${await roster('person', 'link-code', 'Pia')}`);
@@ -130,6 +155,9 @@ describe('GET /metrics', () => {
     await telegram.deliver({ chat: 'dm', from: pia, text: 'remember that my violin is amber quokka' });
     await until(() => telegram.sent().some((sent) => sent.text === 'Noted: my violin is amber quokka'), 'the Telegram turn to be answered', 30_000);
     expect(await roster('chat', '--agent', 'Scout', '--as', 'Ada', 'remember that my lamp is teal')).toBe('Noted: my lamp is teal');
+    // And one on the page whose engine fails: the person is told, and it is an engine failure, not an answer.
+    await roster('agent', 'add', '--name', 'Broken', '--job', 'fails', '--engine', refusing.engine);
+    expect(await chat('Broken', 'remember that my oboe is lilac')).toContain('Broken could not answer');
 
     const after = await scrape();
     // Turns: exactly the two of the page, the Telegram one; the CLI's ran in its own process, not this one.
@@ -137,7 +165,11 @@ describe('GET /metrics', () => {
     expect(valueOf(after, 'roster_turns_total', { door: 'telegram', engine: 'offline', outcome: 'answered' })).toBe(1);
     expect(valueOf(after, 'roster_turns_total', { door: 'telegram', engine: 'none', outcome: 'refused' })).toBe(1);
     expect(valueOf(after, 'roster_turns_total', { door: 'cli' })).toBe(0);
-    expect(valueOf(after, 'roster_engine_failures_total', { door: 'web' })).toBe(0);
+    const broken = { door: 'web', engine: 'openai-compatible:refusing-model' };
+    expect(valueOf(after, 'roster_turns_total', { ...broken, outcome: 'engine_failed' })).toBe(1);
+    expect(valueOf(after, 'roster_turns_total', { ...broken, outcome: 'answered' })).toBe(0);
+    const failures = samples(after).filter((sample) => sample.name === 'roster_engine_failures_total');
+    expect(failures.map(({ labels, value }) => ({ ...labels, value }))).toEqual([{ ...broken, code: expect.stringMatching(/^[a-z_]+$/), value: 1 }]);
     // Their latency: every bucket of the histogram, the last holding all the page's turns.
     const buckets = samples(after).filter((sample) => sample.name === 'roster_turn_duration_seconds_bucket' && sample.labels.door === 'web' && sample.labels.engine === 'offline');
     expect(buckets.map((bucket) => bucket.labels.le)).toEqual(['0.05', '0.1', '0.25', '0.5', '1', '2.5', '5', '10', '20', '30', '60', '120', '+Inf']);
@@ -172,8 +204,8 @@ describe('GET /metrics', () => {
     expect(people.people.map((person) => person.name).sort()).toEqual(['Ada', 'Bob', 'Pia', 'owner']);
     const labelValues = samples(after).flatMap((sample) => Object.values(sample.labels));
     // Ids and secrets anywhere in a label; names and words as a label's words (a holder's random hex may spell "ada").
-    const secrets = [...people.people.map((person) => person.id), pia.id, token, telegram.token];
-    const names = [...people.people.map((person) => person.name), pia.name, ...words.flatMap((message) => message.split(' ')), 'violin', 'amber', 'quokka', 'lamp', 'teal'].map((word) =>
+    const secrets = [...people.people.map((person) => person.id), pia.id, token, telegram.token, '127.0.0.1', String(refusing.port)];
+    const names = [...people.people.map((person) => person.name), pia.name, ...words.flatMap((message) => message.split(' ')), 'violin', 'amber', 'quokka', 'lamp', 'teal', 'oboe', 'lilac'].map((word) =>
       word.toLowerCase(),
     );
     for (const value of labelValues) {
@@ -242,5 +274,47 @@ describe('GET /metrics', () => {
     await telegram.deliver({ chat: 'dm', from: telegram.user(5), text: 'hello there' });
     await until(() => telegram.sent().length > calls, 'the pairing hint', 60_000);
     expect(valueOf(await second.scrape(), 'roster_turns_total', { door: 'telegram', engine: 'none', outcome: 'refused' }) - before).toBe(1);
+  });
+
+  it('reads the outbox backlog at scrape time: the rows a turn queued while no worker runs, then none once a worker relays them', { timeout: 300_000 }, async () => {
+    const dir = tempDataDir();
+    cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const prefix = `test-${randomUUID()}`;
+    cleanups.push(async () => {
+      const queues = createQueues(connectionFromUrl(redisUrl), prefix);
+      for (const name of jobNames) await queues.queues[name].obliterate({ force: true });
+      await queues.close();
+    });
+    const metricsPort = await freePort();
+    const env = { ROSTER_DATA_DIR: dir, REDIS_URL: redisUrl, ROSTER_QUEUE_PREFIX: prefix };
+    const server = startRoster(['server'], { ...env, PORT: String(await freePort()), METRICS_PORT: String(metricsPort) });
+    cleanups.push(() => endRoster(server));
+    const [, address] = await server.waitForOutput(/running at (http:\/\/\S+)/);
+    expect((await runRoster(['agent', 'add', '--name', 'Scout', '--job', 'keeps notes'], env)).code).toBe(0);
+    const link = (await runRoster(['login-link'], env)).stdout.trim();
+    const login = await fetch(`${address}/api/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: new URL(link).hash.slice(1) }) });
+    expect(login.status).toBe(200);
+    const owner = { cookie: login.headers.get('set-cookie')!.split(';')[0]!, csrfToken: ((await login.json()) as { csrfToken: string }).csrfToken };
+    const scrape = async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(valueOf(await scrape(), 'roster_outbox_pending', { queue: 'extract' })).toBe(0);
+
+    // A turn without a learning signal queues one extraction, in the outbox; no worker runs to relay it.
+    const chat = await fetch(`${address}/api/chat`, {
+      method: 'POST',
+      headers: { cookie: owner.cookie, 'x-csrf-token': owner.csrfToken, 'content-type': 'application/json' },
+      body: JSON.stringify({ agent: 'Scout', message: 'hello Scout, how is the weather' }),
+    });
+    expect(await chat.text()).toContain('event: done');
+    const pending = await scrape();
+    expect(valueOf(pending, 'roster_outbox_pending', { queue: 'extract' })).toBe(1);
+    expect(samples(pending).filter((sample) => sample.name === 'roster_outbox_pending').reduce((sum, sample) => sum + sample.value, 0)).toBe(1);
+    expect(valueOf(pending, 'roster_outbox_oldest_pending_seconds')).toBeGreaterThanOrEqual(0);
+    expect(valueOf(pending, 'roster_turns_total', { door: 'web', engine: 'offline', outcome: 'answered' })).toBe(1);
+
+    // A worker starts: it relays the row, and the backlog reads empty.
+    const worker = startRoster(['worker'], env);
+    cleanups.push(() => endRoster(worker));
+    await until(async () => valueOf(await scrape(), 'roster_outbox_pending', { queue: 'extract' }) === 0, 'the worker to relay the outbox', 60_000);
+    expect(valueOf(await scrape(), 'roster_outbox_oldest_pending_seconds')).toBe(0);
   });
 });
