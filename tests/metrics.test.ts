@@ -220,6 +220,14 @@ describe('GET /metrics', () => {
     expect(loopback.status).toBe(200);
     expect(valueOf(await loopback.text(), 'roster_turns_total', web) - webBefore).toBe(2);
     expect((await fetch(`http://127.0.0.1:${metricsPort}/api/people`)).status).toBe(404);
+    // A page of another name that resolves here (DNS rebinding) reads nothing.
+    const rebound = await new Promise<number>((resolve, reject) =>
+      http.get({ host: '127.0.0.1', port: metricsPort, path: '/metrics', headers: { host: `rebound.example:${metricsPort}` } }, (response) => {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+      }).on('error', reject),
+    );
+    expect(rebound).toBe(421);
     expect((await fetch(`${address}/metrics`)).status).toBe(401);
   });
 

@@ -4,6 +4,7 @@ import type { Logger } from '@roster/config';
 import type { TurnObserver } from '@roster/core';
 import type { Database } from '@roster/db';
 import { RosterError } from '@roster/errors';
+import { hostName } from './access.js';
 import { createLeaseStore, type AccountState, type GatewayObserver } from '@roster/gateway';
 import { isJobName, outboxBacklog } from '@roster/jobs';
 import type { Queue } from 'bullmq';
@@ -129,6 +130,8 @@ export function createMetrics(options: { logger?: Logger } = {}): Metrics {
   for (const source of ['queues', 'outbox', 'leases']) sourceUp.set({ source }, 0);
 
   let sources: MetricSources | null = null;
+  /** The readings under way: scrapes at once share them, so that one's reset never empties another's answer. */
+  let refreshing: Promise<void> | null = null;
 
   async function read(source: string, work: () => Promise<void>): Promise<void> {
     try {
@@ -191,16 +194,24 @@ export function createMetrics(options: { logger?: Logger } = {}): Metrics {
       sources = next;
     },
     async render() {
-      await refresh();
+      refreshing ??= refresh().finally(() => (refreshing = null));
+      await refreshing;
       return registry.metrics();
     },
   };
 }
 
+/** The names a loopback metrics port answers to: a page of another name resolving here (DNS rebinding) reads nothing. */
+const loopbackNames = new Set(['localhost', '127.0.0.1', '[::1]']);
+
 /** A process's metrics served alone, on the loopback interface only (METRICS_PORT): GET /metrics, no sign-in. */
 export async function serveMetrics(metrics: Metrics, port: number, logger?: Logger): Promise<{ url: string; close(): Promise<void> }> {
   const server = http.createServer((request, response) => {
     const path = (request.url ?? '').split('?')[0];
+    if (!loopbackNames.has(hostName(request.headers.host ?? ''))) {
+      response.writeHead(421, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code: 'host_not_allowed', message: 'Metrics are served to this machine only: ask for 127.0.0.1 or localhost.' } }));
+      return;
+    }
     if (path !== '/metrics' || (request.method !== 'GET' && request.method !== 'HEAD')) {
       response.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code: 'not_found', message: 'Only GET /metrics is served here.' } }));
       return;
