@@ -248,7 +248,7 @@ describe('GET /metrics', () => {
     const states = (text: string) =>
       samples(text)
         .filter((sample) => sample.name === 'roster_channel_state')
-        .map(({ labels }) => ({ holder: labels.holder, state: labels.state }))
+        .map(({ labels }) => ({ holder: labels.holder ?? '', state: labels.state ?? '' }))
         .sort((a, b) => a.state.localeCompare(b.state));
     const takeovers = (text: string) => valueOf(text, 'roster_lease_takeovers_total', { channel: 'telegram', account: 'default' });
 
