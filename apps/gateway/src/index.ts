@@ -1,13 +1,14 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { channelPlugins } from '@roster/channel-registry';
-import { answerWebhook, ChannelError, serveChannel, type ChannelAdapter, type ChannelCredentialStore, type ServedChannel } from '@roster/channels';
+import { answerWebhook, serveChannel, type ChannelAdapter, type ChannelCredentialStore, type ServedChannel } from '@roster/channels';
 import type { InstallationKey, Logger } from '@roster/config';
 import type { ChannelHost } from '@roster/contracts';
 import type { Core } from '@roster/core';
 import type { Database } from '@roster/db';
 import type { AuditLog } from '@roster/memory';
 import { createApprovalDesk } from '@roster/jobs';
+import { fenced } from './fenced.js';
 import { createLeaseStore, leaseHolderName, type HeldLease } from './lease.js';
 import { channelStates, type ChannelConfig, type StoredSettings } from './settings.js';
 
@@ -73,6 +74,19 @@ export interface ChannelWebhooks {
   handle(request: IncomingMessage, response: ServerResponse): void;
 }
 
+/** A bot account as this gateway sees it: `receiving` (it holds the lease), `standby` (another gateway does), `failing` (it stopped or could not start, and waits to try again). */
+export interface AccountState {
+  channel: string;
+  account: string;
+  state: 'receiving' | 'standby' | 'failing';
+}
+
+/** Told of what a gateway does, for metrics; it must not throw. */
+export interface GatewayObserver {
+  /** This gateway took a bot account's lease that another process held (a standby taking over; a restarted installation taking its accounts back). */
+  leaseTakenOver(channel: string, account: string): void;
+}
+
 export interface GatewayOptions {
   config: ChannelConfig;
   database: Database;
@@ -103,6 +117,8 @@ export interface GatewayOptions {
    * most this long after its holder stopped renewing.
    */
   leaseMs?: number;
+  /** Told of lease takeovers (the process's metrics). */
+  observer?: GatewayObserver;
 }
 
 export interface RunningGateway {
@@ -116,6 +132,8 @@ export interface RunningGateway {
   readonly webhooks: ChannelWebhooks;
   /** Where the gateway listens itself for webhooks (own-port), or null. */
   readonly webhookUrl: string | null;
+  /** Each configured bot account's state in this gateway, now. */
+  accounts(): AccountState[];
   /** Look at stored credentials (and Discord's stored bound channels) now and restart the channels whose settings changed. */
   reload(): Promise<void>;
   /** Whether a channel, running or stopping, is still answering messages it has taken. */
@@ -138,39 +156,6 @@ interface Running {
 const defaultAccount = 'default';
 
 /**
- * The adapter with its sends fenced: once this process may no longer be the
- * account's holder (its lease not renewed in time), nothing more is sent.
- */
-function fenced(adapter: ChannelAdapter, holds: () => boolean): ChannelAdapter {
-  const check = () => {
-    if (!holds()) throw new ChannelError('failed', `this gateway no longer holds the ${adapter.channel} bot account: another one serves it now`);
-  };
-  return {
-    channel: adapter.channel,
-    account: adapter.account,
-    capabilities: adapter.capabilities,
-    start: (options) => adapter.start(options),
-    stop: () => adapter.stop(),
-    async sendText(target, text) {
-      check();
-      return adapter.sendText(target, text);
-    },
-    async editText(target, messageId, text) {
-      check();
-      return adapter.editText(target, messageId, text);
-    },
-    async sendApproval(target, approval) {
-      check();
-      return adapter.sendApproval(target, approval);
-    },
-    async sendTyping(target) {
-      check();
-      return adapter.sendTyping(target);
-    },
-  };
-}
-
-/**
  * The channel gateway: one adapter per configured channel (from the
  * environment, else from stored credentials), each served through the
  * conversation core (`serveChannel`), with the owner's pending approvals
@@ -186,6 +171,10 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const standingBy = new Set<string>();
   /** Channels whose adapter stopped on its own, and when they may be tried again. */
   const resting = new Map<string, number>();
+  /** Channels whose adapter could not start with their settings, until they start. */
+  const failing = new Set<string>();
+  /** The fencing token this process last held per channel: a token it did not hold means the account came from another process. */
+  const tokens = new Map<string, number>();
   const leases = createLeaseStore(options.database);
   const holder = leaseHolderName();
   const leaseMs = options.leaseMs ?? 15_000;
@@ -234,11 +223,11 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     });
     Object.assign(entry, { channel, settings, adapter, served, lease });
     running.set(channel, entry);
+    failing.delete(channel);
   }
 
   /** Stop serving a channel and release its lease (when still ours). */
-  /** Channels being stopped: they finish the answers under way first. */
-  const stopping = new Set<ServedChannel>();
+  const stopping = new Set<ServedChannel>(); // channels being stopped: they finish the answers under way first
   async function letGo(channel: string): Promise<void> {
     const current = running.get(channel);
     if (current === undefined) return;
@@ -260,6 +249,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       }
       if (state.setup.state !== 'configured') {
         standingBy.delete(state.channel);
+        failing.delete(state.channel);
         continue;
       }
       if (running.has(state.channel) || (resting.get(state.channel) ?? 0) > Date.now()) continue;
@@ -269,6 +259,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
           await startChannel(state.channel, null, await state.plugin.create(state.setup.settings, host), settings);
         } catch (error) {
           if (failHard) throw error;
+          failing.add(state.channel);
           log.error({ channel: state.channel, err: error }, 'channel could not start with its new settings; fix them with roster channel add or on the page');
         }
         continue;
@@ -282,12 +273,16 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
         continue;
       }
       const tookOver = standingBy.delete(state.channel);
+      // A new row starts at token 1; a token above it that this process did not hold was another process's.
+      if (lease.token > 1 && tokens.get(state.channel) !== lease.token) tell(() => options.observer?.leaseTakenOver(state.channel, defaultAccount));
+      tokens.set(state.channel, lease.token);
       try {
         await startChannel(state.channel, lease, await state.plugin.create(state.setup.settings, host), settings);
         log.info({ channel: state.channel, token: lease.token }, tookOver ? 'took over the bot account' : 'serving the bot account');
       } catch (error) {
         await leases.release(lease, holder).catch(() => undefined);
         if (failHard) throw error;
+        failing.add(state.channel);
         log.error({ channel: state.channel, err: error }, 'channel could not start with its new settings; fix them with roster channel add or on the page');
       }
     }
@@ -312,6 +307,15 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     if (lastStored !== null && (standingBy.size > 0 || resting.size > 0)) {
       for (const [channel, until] of resting) if (until <= Date.now()) resting.delete(channel);
       await apply(lastStored, false);
+    }
+  }
+
+  /** Tell the observer, which must not stop the gateway. */
+  function tell(what: () => void): void {
+    try {
+      what();
+    } catch (error) {
+      log.warn({ err: error }, 'the gateway observer failed');
     }
   }
 
@@ -371,6 +375,13 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     holder,
     webhooks,
     webhookUrl,
+    accounts() {
+      const states: AccountState[] = [];
+      for (const channel of running.keys()) states.push({ channel, account: defaultAccount, state: 'receiving' });
+      for (const channel of standingBy) if (!running.has(channel)) states.push({ channel, account: defaultAccount, state: 'standby' });
+      for (const channel of new Set([...failing, ...resting.keys()])) if (!running.has(channel)) states.push({ channel, account: defaultAccount, state: 'failing' });
+      return states;
+    },
     reload: queueReload,
     answering: () => [...running.values()].some((entry) => entry.served.answering()) || [...stopping].some((served) => served.answering()),
     async stop() {

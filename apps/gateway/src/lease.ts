@@ -68,6 +68,16 @@ export function createLeaseStore(database: Database) {
       );
     },
 
+    /** Every account's lease, held or lapsed, for metrics: channel, account, holder and whether it is held now. */
+    async list(): Promise<Array<{ channel: string; account: string; holder: string; held: boolean }>> {
+      return database.adminScope('gateway: read the bot accounts’ leases', async (tx) => {
+        const { rows } = await tx.query<{ channel: string; account: string; holder: string; held: boolean }>(
+          `select channel, account, holder, expires_at >= now() as held from channel_leases order by channel, account`,
+        );
+        return rows;
+      });
+    },
+
     async holderOf(channel: string, account: string): Promise<LeaseHolder | null> {
       return database.adminScope('gateway: read who holds a bot account', async (tx) => {
         const { rows } = await tx.query<{ holder: string; token: string; expires_at: Date }>(

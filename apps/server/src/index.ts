@@ -19,6 +19,7 @@ import { agentRoutes } from './routes/agents.js';
 import { authRoutes } from './routes/auth.js';
 import { channelRoutes } from './routes/channels.js';
 import { chatRoutes } from './routes/chat.js';
+import type { Metrics } from './metrics.js';
 import { learningRoutes } from './routes/learning.js';
 import { memoryRoutes } from './routes/memory.js';
 import { peopleRoutes } from './routes/people.js';
@@ -38,6 +39,7 @@ export {
   sessionLifetimeMs,
 } from './credentials.js';
 export { describeError, internalMessage, statusOf, type ErrorBody } from './errors.js';
+export { createMetrics, engineLabel, serveMetrics, type Metrics, type MetricSources } from './metrics.js';
 
 export interface ServerOptions {
   config: Config;
@@ -52,6 +54,8 @@ export interface ServerOptions {
   queues?: readonly Queue[];
   /** Stored channel credentials, and the gateway of this process: its webhooks are served on this port. */
   channels?: ServerChannels;
+  /** This process's metrics: served at GET /metrics to an owner (a session or an API token). */
+  metrics?: Metrics;
 }
 
 /** What `/healthz` answers. */
@@ -161,6 +165,10 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
   channelRoutes(context);
   whatsappRoutes(context);
   if (options.channels?.webhooks !== undefined) await mountWebhooks(app, options.channels.webhooks);
+  if (options.metrics !== undefined) {
+    const metrics = options.metrics;
+    app.get('/metrics', { config: { access: 'owner' } }, async (_request, reply) => reply.header('content-type', metrics.contentType).send(await metrics.render()));
+  }
   app.get('/api/openapi.json', { config: { access: 'person' } }, async () => routes.document({ title: 'Roster', version: '0.1.0' }));
 
   if (options.queues !== undefined && options.queues.length > 0) await mountBullBoards(app, database, options.queues, showStack);

@@ -229,6 +229,12 @@ export const environment = {
     example: 'http://127.0.0.1:11434',
     description: 'Where Ollama listens, for ollama: embedders.',
   },
+  METRICS_PORT: {
+    schema: port.optional(),
+    example: '9464',
+    description:
+      'Serve this process’s Prometheus metrics at GET /metrics on 127.0.0.1 at this port, without sign-in (loopback only). Unset: only GET /metrics on PORT, for an owner’s session or API token. Each process of a machine needs its own.',
+  },
   GATEWAY_PORT: {
     schema: port.default(8421),
     example: '8421',

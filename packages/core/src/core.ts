@@ -6,7 +6,7 @@ import { purgeAgent } from './purge.js';
 import { createTurnPipeline } from './turn.js';
 import type { Core, CoreOptions } from './types.js';
 
-export { maxFileBytes, maxFiles, maxMessageLength, type Core, type CoreOptions, type InboundFile, type InboundMessage, type Reply, type SourceMessage, type TranscriptLine, type TurnOptions, type TurnResult } from './types.js';
+export { maxFileBytes, maxFiles, maxMessageLength, type Core, type CoreOptions, type InboundFile, type InboundMessage, type Reply, type SourceMessage, type TranscriptLine, type TurnObserver, type TurnOptions, type TurnOutcome, type TurnRecord, type TurnResult } from './types.js';
 
 /**
  * The conversation core, wired: the directory, the stores (conversations and
@@ -31,7 +31,16 @@ export function createCore(options: CoreOptions): Core {
     memoryTokens: options.memoryTokens ?? 800,
     ...(log === undefined ? {} : { log }),
   });
-  const handleTurn = createTurnPipeline({ database, memory, directory, conversations, learning, runAgent, ...(log === undefined ? {} : { log }) });
+  const handleTurn = createTurnPipeline({
+    database,
+    memory,
+    directory,
+    conversations,
+    learning,
+    runAgent,
+    ...(log === undefined ? {} : { log }),
+    ...(options.observer === undefined ? {} : { observer: options.observer }),
+  });
 
   const queues = new Map<string, Promise<unknown>>();
   function inOrder<T>(key: string, fn: () => Promise<T>): Promise<T> {

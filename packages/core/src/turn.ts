@@ -13,7 +13,7 @@ import { fileMarker, validateFiles } from './files.js';
 import type { LearningEventStore } from './learning-event-store.js';
 import { agentSwitchPattern, chooseAgents } from './routing.js';
 import { detectSignals } from './signals.js';
-import { maxMessageLength, type InboundMessage, type TurnOptions, type TurnResult } from './types.js';
+import { maxMessageLength, type InboundMessage, type TurnObserver, type TurnOptions, type TurnOutcome, type TurnResult } from './types.js';
 
 export interface TurnPipelineOptions {
   database: Database;
@@ -23,6 +23,13 @@ export interface TurnPipelineOptions {
   learning: LearningEventStore;
   runAgent: RunAgent;
   log?: Logger;
+  observer?: TurnObserver;
+}
+
+/** How one turn went, filled in as it runs, for the observer: how it ended, and each agent's engine, time and failure. */
+interface Tally {
+  outcome: TurnOutcome;
+  answers: Array<{ engine: string; seconds: number; failure: string | null }>;
 }
 
 /**
@@ -31,9 +38,43 @@ export interface TurnPipelineOptions {
  * run each agent in its own scope, store replies, queue follow-up jobs.
  */
 export function createTurnPipeline(options: TurnPipelineOptions): (inbound: InboundMessage, turn: TurnOptions) => Promise<TurnResult> {
-  const { database, memory, directory, conversations, learning, runAgent, log } = options;
+  const { database, memory, directory, conversations, learning, runAgent, log, observer } = options;
 
-  async function handleInOrder(inbound: InboundMessage, turn: TurnOptions): Promise<TurnResult> {
+  /** The seconds since `started` (a `performance.now()`). */
+  const since = (started: number) => (performance.now() - started) / 1000;
+
+  /** Handle the turn, then tell the observer how it ended: one record per agent asked, else one for the turn. */
+  async function handleObserved(inbound: InboundMessage, turn: TurnOptions): Promise<TurnResult> {
+    if (observer === undefined) return handleInOrder(inbound, turn, null);
+    const started = performance.now();
+    const tally: Tally = { outcome: 'notice', answers: [] };
+    let thrown = false;
+    try {
+      return await handleInOrder(inbound, turn, tally);
+    } catch (error) {
+      thrown = true;
+      const rejected = RosterError.isInstance(error) && (error.code === 'invalid_input' || error.code === 'memory_input_invalid');
+      tally.outcome = rejected ? 'rejected' : 'failed';
+      throw error;
+    } finally {
+      // An agent that answered in a turn that then failed (its reply not stored) counts as the turn's failure.
+      const answered: TurnOutcome = thrown ? tally.outcome : 'answered';
+      const records =
+        tally.answers.length > 0
+          ? tally.answers.map(({ engine, seconds, failure }) => (failure === null ? { engine, seconds, outcome: answered } : { engine, seconds, outcome: 'engine_failed' as const, failure }))
+          : [{ engine: null, seconds: since(started), outcome: tally.outcome }];
+      for (const record of records) {
+        try {
+          observer.turnEnded({ door: inbound.channel, ...record });
+        } catch (error) {
+          log?.warn({ err: error }, 'the turn observer failed');
+        }
+      }
+    }
+  }
+
+  async function handleInOrder(inbound: InboundMessage, turn: TurnOptions, tally: Tally | null): Promise<TurnResult> {
+    const started = performance.now();
     const files = validateFiles(inbound.files);
     let text: string;
     try {
@@ -64,6 +105,7 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
 
     // 2. A stranger who is not let in links a code, or gets at most the pairing hint; nothing they said is kept.
     if (routed.conversation === null) {
+      if (tally !== null) tally.outcome = 'refused';
       const unkept = { messageId: null, conversationId: null, duplicate: false, person: null, replies: [], signals: [] };
       if (linkCode !== undefined) {
         try {
@@ -82,13 +124,23 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
     // The conversation's turn is this process's until the replies are stored.
     const release = await conversations.holdTurn(routed.conversation.id, routed.held, turn.signal);
     try {
-      return await handleTurn(inbound, turn, text, files, routed.binding, routed.person, routed.conversation);
+      return await handleTurn(inbound, turn, text, files, routed.binding, routed.person, routed.conversation, tally, started);
     } finally {
       await release();
     }
   }
 
-  async function handleTurn(inbound: InboundMessage, turn: TurnOptions, text: string, files: readonly EngineFile[], binding: Binding, person: Person | null, conversation: ConversationRow): Promise<TurnResult> {
+  async function handleTurn(
+    inbound: InboundMessage,
+    turn: TurnOptions,
+    text: string,
+    files: readonly EngineFile[],
+    binding: Binding,
+    person: Person | null,
+    conversation: ConversationRow,
+    tally: Tally | null,
+    started: number,
+  ): Promise<TurnResult> {
     // 3. Store the message once: its files as a marker, never their bytes.
     const marker = fileMarker(files);
     const said = marker === '' ? text : text === '' ? marker : `${text}\n${marker}`;
@@ -105,7 +157,10 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
       }),
     );
     const base = { messageId: message.id, conversationId: conversation.id, person };
-    if (message.duplicate) return { ...base, duplicate: true, replies: [], notice: null, signals: [] };
+    if (message.duplicate) {
+      if (tally !== null) tally.outcome = 'duplicate';
+      return { ...base, duplicate: true, replies: [], notice: null, signals: [] };
+    }
 
     const notice = async (words: string): Promise<TurnResult> => {
       await conversations.storeNotice(conversation.id, person?.id ?? null, words);
@@ -184,8 +239,10 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
         let answer: AgentAnswer;
         try {
           answer = await runAgent(agent, context, body, conversation.kind, turn, true, files);
+          tally?.answers.push({ engine: agent.engine, seconds: since(started), failure: null });
         } catch (error) {
           log?.error({ err: error, agent: agent.name }, 'engine failed');
+          tally?.answers.push({ engine: agent.engine, seconds: since(started), failure: RosterError.isInstance(error) ? error.code : 'unknown' });
           const reason = RosterError.isInstance(error) ? error.message : 'its engine failed';
           answer = { text: `${agent.name} could not answer: ${reason}`, toolCalls: [], memories: [] };
         }
@@ -227,5 +284,5 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
     return { ...base, duplicate: false, replies, notice: null, signals };
   }
 
-  return handleInOrder;
+  return handleObserved;
 }

@@ -60,6 +60,36 @@ export interface CoreOptions {
   historyTokens?: number;
   /** Facts placed in the memory block, in estimated tokens (default 800). */
   memoryTokens?: number;
+  /** Told how each turn ended, for metrics; the core never imports a metrics library. */
+  observer?: TurnObserver;
+}
+
+/**
+ * How a turn ended: `answered` (an agent replied), `engine_failed` (its engine
+ * failed; the person was told), `notice` (Roster answered itself: a command,
+ * an /agent switch, "which agent?"), `refused` (a sender the access policy
+ * kept out, or a link code: nothing kept), `duplicate` (a message handled
+ * before), `rejected` (bad input: too long, empty), `failed` (anything else).
+ */
+export type TurnOutcome = 'answered' | 'engine_failed' | 'notice' | 'refused' | 'duplicate' | 'rejected' | 'failed';
+
+/** One turn as an observer sees it: the door, the engine and the time, never who spoke or what was said. */
+export interface TurnRecord {
+  /** The channel the message came through: web, cli, telegram… */
+  door: string;
+  /** The agent's engine reference (`offline`, `openai:gpt-4o-mini`); null when no agent was asked. */
+  engine: string | null;
+  outcome: TurnOutcome;
+  /** From the start of the turn (after earlier messages of its conversation) to this agent's answer, or to its end. */
+  seconds: number;
+  /** The engine's error code (`engine_timeout`…), when the outcome is `engine_failed`. */
+  failure?: string;
+}
+
+/** Told of every turn the core handles: one record per agent that answered, or one for a turn no agent answered. */
+export interface TurnObserver {
+  /** Called once per record; it must not throw (a throw is logged and ignored) and must not block. */
+  turnEnded(record: TurnRecord): void;
 }
 
 /** The longest message the core accepts, in characters: the longest text memory takes, so one limit holds everywhere. */

@@ -1,5 +1,5 @@
 import type { Config, InstallationKey, Logger } from '@roster/config';
-import { createCore, type Agent, type Core, type Engine } from '@roster/core';
+import { createCore, type Agent, type Core, type Engine, type TurnObserver } from '@roster/core';
 import type { Database } from '@roster/db';
 import { createEngine, createOfflineEngine } from '@roster/engines';
 import { RosterError } from '@roster/errors';
@@ -37,6 +37,8 @@ export interface RuntimeOptions {
   embedder?: Embedder;
   /** The fetch engines and embedders use (a local fake of a provider, in tests). */
   fetch?: typeof fetch;
+  /** Told how each turn ended (the process's metrics). */
+  turnObserver?: TurnObserver;
 }
 
 /**
@@ -96,7 +98,13 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     }
     return judge;
   };
-  const core = createCore({ database: options.database, memory, engineFor, ...(options.logger === undefined ? {} : { logger: options.logger }) });
+  const core = createCore({
+    database: options.database,
+    memory,
+    engineFor,
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
+    ...(options.turnObserver === undefined ? {} : { observer: options.turnObserver }),
+  });
   const checkEngine = (reference: string, agentName = 'check'): Engine =>
     engineFor({ id: 'check', name: agentName, job: 'check', instructions: '', engine: reference, status: 'active', createdAt: new Date(0) });
   return { embedder, memory, core, engineFor, judgeFor, checkEngine };

@@ -4,7 +4,7 @@ import { startGateway, type RunningGateway } from '@roster/gateway';
 import { connectionFromUrl, createQueues, type QueueSet } from '@roster/jobs';
 import { ensureRedis } from '@roster/redis';
 import { createRuntime } from '@roster/runtime';
-import { createLoginLink, createServer, exposureWarning, listen, loginLinkLifetimeMs, loginLinkUrl } from '@roster/server';
+import { createLoginLink, createMetrics, createServer, exposureWarning, listen, loginLinkLifetimeMs, loginLinkUrl, serveMetrics } from '@roster/server';
 import { startWorker } from '@roster/worker';
 import type { CommandIo } from '../io.js';
 import { exitCode } from '../io.js';
@@ -28,7 +28,9 @@ export async function runServices(args: string[], io: CommandIo, services: reado
   try {
     const redis = await ensureRedis({ url: config.REDIS_URL, dataDir: config.ROSTER_DATA_DIR, logger, allowPrivate: allowPrivateRedis });
     stops.push(() => redis.stop());
-    const runtime = await createRuntime({ config, database, logger, key });
+    // One set of metrics per process: its turns, its gateway's takeovers, and what is read at each scrape.
+    const metrics = createMetrics({ logger });
+    const runtime = await createRuntime({ config, database, logger, key, turnObserver: metrics.turns });
     // The server shows the queues in Bull Board; with a worker in this process, they are its own.
     let queues: QueueSet | undefined;
     if (services.includes('worker')) {
@@ -53,11 +55,18 @@ export async function runServices(args: string[], io: CommandIo, services: reado
         credentials,
         // With the server in this process, platforms post to its port; alone, the gateway listens on GATEWAY_PORT.
         webhooksOn: services.includes('server') ? 'server' : 'own-port',
+        observer: metrics.gateway,
       });
       const running = gateway;
       // The messages it has taken are answered before the database closes: the platform will not send them again.
       stops.push(Object.assign(() => running.stop(), { withinMs: gatewayDrainMs }));
       io.holdStopWhile?.(() => running.answering());
+    }
+    metrics.watch({ database, ...(queues === undefined ? {} : { queues: Object.values(queues.queues) }), ...(gateway === undefined ? {} : { gateway }) });
+    if (config.METRICS_PORT !== undefined) {
+      const served = await serveMetrics(metrics, config.METRICS_PORT, logger);
+      stops.push(() => served.close());
+      io.out(`Metrics at ${served.url} (this machine only).`);
     }
     if (services.includes('server')) {
       const warning = exposureWarning(config);
@@ -69,6 +78,7 @@ export async function runServices(args: string[], io: CommandIo, services: reado
         redisUrl: redis.url,
         logger,
         key,
+        metrics,
         channels: { credentials, ...(gateway === undefined ? {} : { webhooks: gateway.webhooks, changed: gateway.reload }) },
         ...(queues === undefined ? {} : { queues: Object.values(queues.queues) }),
       });
