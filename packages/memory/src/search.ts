@@ -41,6 +41,61 @@ export interface SearchOptions {
    * recorded just before and after it (default 0.5; 0 turns it off).
    */
   neighbours?: number;
+  /**
+   * Return results below the relevance floor too, marked `relevant: false`
+   * (default false: search returns only what clears the floor). For
+   * measurement; nothing that answers a person reads below the floor.
+   */
+  includeIrrelevant?: boolean;
+  /** Replace the floor of the embedder's model (`relevanceFloor`); for measurement. */
+  floor?: Partial<RelevanceFloor>;
+}
+
+/**
+ * When a search result is relevant to the query, rather than the best of
+ * nothing. Measured by `npm run bench -- never-said` (docs/benchmarks.md):
+ * chosen on the development half of a labelled set of questions about things
+ * said and never said, under the condition that LoCoMo R@10 over the results
+ * above the floor stays within 0.02 of R@10 without it on LoCoMo's
+ * development conversations, and reported on the held-out halves.
+ */
+export interface RelevanceFloor {
+  /**
+   * The least share of the query's weight a result must hold: each query
+   * word weighs its idf in the scope (a word no fact holds weighs the most),
+   * and a result holds the weight of the query words it contains. A fact
+   * sharing only "favourite" with "what is my favourite colour?" holds less
+   * than half of it; one that answers holds nearly all.
+   */
+  minCoverage: number;
+  /**
+   * The least cosine similarity of the query's and the result's vectors that
+   * makes a result relevant on its own, whatever its words; null: similarity
+   * alone never does. Cosines of different embedders live on different
+   * scales, so only a measured embedder has one.
+   */
+  minSimilarity: number | null;
+  /**
+   * Whether a fact lent a share of a relevant neighbour's full-text score
+   * (see `neighbours`) is relevant as its neighbour is. It helps ranking in a
+   * conversation's turns; in a person's separate facts it lets the fact said
+   * after "my favourite colour is teal" answer a question about colour.
+   */
+  neighbours: boolean;
+}
+
+/** The hashing embedder's floor (see `RelevanceFloor`; docs/benchmarks.md, never-said). */
+export const hashingRelevanceFloor: RelevanceFloor = { minCoverage: 0.5, minSimilarity: null, neighbours: false };
+
+/**
+ * The floor for an embedder model. The coverage of the query's words does not
+ * depend on the embedder, so every model shares it; similarity counts only
+ * for the hashing embedder, the one measured. Another embedder's vector arm
+ * still ranks, but makes nothing relevant on its own until measured the same
+ * way (`npm run bench -- never-said --embedder=…`).
+ */
+export function relevanceFloor(model: string): RelevanceFloor {
+  return model.startsWith('hashing') ? hashingRelevanceFloor : { ...hashingRelevanceFloor, minSimilarity: null };
 }
 
 /**
@@ -150,6 +205,8 @@ interface ArmHit {
   id: string;
   rank: number;
   value: number;
+  /** Full text: the fact's own BM25 score, without what it borrowed from a neighbour. */
+  own: number;
 }
 
 /**
@@ -188,7 +245,11 @@ export async function searchFacts(database: Database, embedder: Embedder, scope:
     const ids = [...new Set([...fullText, ...vector].map((hit) => hit.id))];
     if (ids.length === 0) return [];
 
-    const facts = await tx.query<FactRow>(`select ${factColumns} from facts f where f.id = any($1)`, [ids]);
+    const facts = await tx.query<FactRow & { lexemes: string[] }>(
+      `select ${factColumns}, tsvector_to_array(f.search_vector) as lexemes from facts f where f.id = any($1)`,
+      [ids],
+    );
+    const weights = await queryWeights(tx, text, options.scopeSizes);
     const vectors = new Map<string, number[]>();
     if (embedder.dimensions > 0) {
       // Read as text and parsed by pgvector: the pools register no type parsers, so this works the same on PGlite.
@@ -200,14 +261,21 @@ export async function searchFacts(database: Database, embedder: Embedder, scope:
     }
     const fullTextById = new Map(fullText.map((hit) => [hit.id, hit]));
     const vectorById = new Map(vector.map((hit) => [hit.id, hit]));
-    const readable = facts.rows.map(toFact).filter((fact) => readableTrust.includes(fact.trust) && isBelievedNow(fact, now));
-    const scored = readable.map((fact) => {
+    const floor: RelevanceFloor = { ...relevanceFloor(embedder.model), ...options.floor };
+    const readable = facts.rows.filter((row) => {
+      const fact = toFact(row);
+      return readableTrust.includes(fact.trust) && isBelievedNow(fact, now);
+    });
+    const scored = readable.map((row) => {
+      const fact = toFact(row);
       const ft = fullTextById.get(fact.id);
       const vec = vectorById.get(fact.id);
       const fused = (ft === undefined ? 0 : fullTextWeight / (rrfK + ft.rank)) + (vec === undefined ? 0 : vectorWeight / (rrfK + vec.rank));
       const trustWeight = trustWeights[fact.trust] ?? 0;
       const ageDays = Math.max(0, (now.getTime() - fact.recordedAt.getTime()) / 86_400_000);
       const recencyWeight = 1 + recencyBoost * Math.exp(-ageDays / recencyDays);
+      const coverage = weights.coverage(row.lexemes);
+      const similarity = vec === undefined ? null : 1 - vec.value;
       return {
         fact,
         fullText: ft === undefined ? null : { rank: ft.rank, score: ft.value },
@@ -216,9 +284,23 @@ export async function searchFacts(database: Database, embedder: Embedder, scope:
         trustWeight,
         recencyWeight,
         relevance: fused * trustWeight * recencyWeight,
+        coverage,
+        similarity,
+        relevant: clears(floor, coverage, similarity),
       };
     });
-    return diversify(scored, vectors, { limit, lambda, tokenBudget });
+    // A fact recorded next to a relevant full-text match borrowed its score from it (see `neighbours`):
+    // it is relevant as its match is. What it borrowed is the share of one match's own score.
+    const share = clampShare(options.neighbours ?? neighbourWeight);
+    const lenders = scored.filter((item) => item.relevant && (fullTextById.get(item.fact.id)?.own ?? 0) > 0).map((item) => share * fullTextById.get(item.fact.id)!.own);
+    for (const item of floor.neighbours ? scored : []) {
+      const hit = fullTextById.get(item.fact.id);
+      if (item.relevant || hit === undefined) continue;
+      const borrowed = hit.value - hit.own;
+      if (borrowed > 0 && lenders.some((lent) => Math.abs(lent - borrowed) <= 1e-3 * Math.max(1, lent))) item.relevant = true;
+    }
+    const kept = options.includeIrrelevant === true ? scored : scored.filter((item) => item.relevant);
+    return diversify(kept, vectors, { limit, lambda, tokenBudget });
   });
 }
 
@@ -237,13 +319,13 @@ async function fullTextArm(tx: ScopedTransaction, text: string, candidates: numb
   // One function applies the scope rule itself, so that the GIN index can serve the match (see
   // migration 0005); it ranks by BM25 and lends a share of each strong match to its neighbours (0019);
   // it counts the scope's facts unless told how many there are, and says what it used (0024).
-  const { rows } = await tx.query<{ id: string; score: number; scope_facts: string }>(
-    'select id, score, scope_facts from roster_search_ranked($1, $2, $3, $4)',
+  const { rows } = await tx.query<{ id: string; score: number; own: number; scope_facts: string }>(
+    'select id, score, own, scope_facts from roster_search_ranked($1, $2, $3, $4)',
     [text, candidates, neighbours, known ?? null],
   );
   const counted = rows[0] === undefined ? undefined : Number(rows[0].scope_facts);
   if (known === undefined && counted !== undefined && counted >= keptFactCountFrom) sizes?.set(key, counted, false);
-  return rows.map((row, index) => ({ id: row.id, rank: index + 1, value: Number(row.score) }));
+  return rows.map((row, index) => ({ id: row.id, rank: index + 1, value: Number(row.score), own: Number(row.own) }));
 }
 
 async function vectorArm(
@@ -301,7 +383,7 @@ async function vectorArm(
   if (!exact) await tx.query(`select set_config('enable_sort', 'on', true)`);
   // relaxed_order may return neighbours slightly out of order.
   const sorted = rows.map((row) => ({ id: row.id, distance: Number(row.distance) })).sort((a, b) => a.distance - b.distance);
-  return sorted.map((row, index) => ({ id: row.id, rank: index + 1, value: row.distance }));
+  return sorted.map((row, index) => ({ id: row.id, rank: index + 1, value: row.distance, own: 0 }));
 }
 
 interface Scored {
@@ -312,6 +394,45 @@ interface Scored {
   trustWeight: number;
   recencyWeight: number;
   relevance: number;
+  coverage: number;
+  similarity: number | null;
+  relevant: boolean;
+}
+
+/** Whether a result clears the floor: enough of the query's weight, or (where measured) a close enough vector. */
+function clears(floor: RelevanceFloor, coverage: number, similarity: number | null): boolean {
+  if (coverage >= floor.minCoverage) return true;
+  return floor.minSimilarity !== null && similarity !== null && similarity >= floor.minSimilarity;
+}
+
+/** Each query word's weight in the scope: BM25's idf, from the counts of roster_query_terms (0031). */
+interface QueryWeights {
+  /** The share of the query's weight that a fact holding these words holds, 0 to 1. */
+  coverage(lexemes: readonly string[]): number;
+}
+
+async function queryWeights(tx: ScopedTransaction, text: string, sizes: ScopeSizeCache | undefined): Promise<QueryWeights> {
+  const known = sizes?.get(ScopeSizeCache.factsKey(tx.scope), keptFactCountFrom);
+  const { rows } = await tx.query<{ lexeme: string; df: string; scope_facts: string }>('select lexeme, df, scope_facts from roster_query_terms($1, $2)', [
+    text,
+    known ?? null,
+  ]);
+  const weight = new Map<string, number>();
+  for (const row of rows) {
+    const df = Number(row.df);
+    const n = Math.max(Number(row.scope_facts), df);
+    weight.set(row.lexeme, Math.log(1 + (n - df + 0.5) / (df + 0.5)));
+  }
+  let total = 0;
+  for (const value of weight.values()) total += value;
+  return {
+    coverage(lexemes) {
+      if (total <= 0) return 0;
+      let held = 0;
+      for (const lexeme of new Set(lexemes)) held += weight.get(lexeme) ?? 0;
+      return held / total;
+    },
+  };
 }
 
 /** Maximal marginal relevance over the stored vectors, then the token budget. */
@@ -349,7 +470,10 @@ function diversify(scored: Scored[], vectors: Map<string, number[]>, options: { 
         recencyWeight: item.recencyWeight,
         relevance: item.relevance,
         diversity: bestScore,
+        coverage: item.coverage,
+        similarity: item.similarity,
       },
+      relevant: item.relevant,
     });
   }
   return chosen;
