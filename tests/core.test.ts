@@ -61,7 +61,7 @@ describe('strangers and access', () => {
     expect(linked.notice).toBe('Linked: you are Ada here now.');
     const after = await f.roster.core.handle(fromTelegram('tg-7', 'remember that my desk is by the window'));
     expect(after.person?.name).toBe('Ada');
-    expect(after.replies[0]?.text).toBe('Noted: my desk is by the window');
+    expect(after.replies[0]?.text).toBe('Noted: your desk is by the window');
 
     // Single use: the same code does nothing for another handle.
     const reused = await f.roster.core.handle(fromTelegram('tg-8', `/link ${code}`));
@@ -196,7 +196,7 @@ describe('memory in a group', () => {
     const count = () => f.database.adminScope('test: count facts', async (tx) => Number((await tx.query<{ n: string }>('select count(*) as n from facts')).rows[0]!.n));
     expect(await count()).toBe(0);
     const dm = await f.roster.core.handle({ channel: 'cli', conversation: { externalId: 'ada-dm', kind: 'dm' }, sender: { personId: f.people.Ada!.id }, text: 'remember that my desk is by the window' });
-    expect(dm.replies[0]?.text).toBe('Noted: my desk is by the window');
+    expect(dm.replies[0]?.text).toBe('Noted: your desk is by the window');
     expect(await count()).toBe(1);
   });
 });

@@ -61,7 +61,7 @@ describe('two gateways, one Telegram bot', () => {
     await fake.command(ada, 'dm', `link ${code.stdout.trim()}`);
     expect(await repliesIn(fake, fake.dmChatId(ada), 1)).toEqual(['Linked: you are Ada here now.']);
     await fake.deliver({ chat: 'dm', from: ada, text: 'remember that my locker is number 12' });
-    expect((await repliesIn(fake, fake.dmChatId(ada), 2))[1]).toBe('Noted: my locker is number 12');
+    expect((await repliesIn(fake, fake.dmChatId(ada), 2))[1]).toBe('Noted: your locker is number 12');
 
     // roster doctor names the holder.
     const doctor = await runRoster(['doctor', '--json'], env);

@@ -97,7 +97,7 @@ describe('WhatsApp through the gateway', () => {
     expect(await roster.core.directory.personByIdentity('whatsapp', adaPhone.id)).toMatchObject({ id: ada.id });
 
     await fake.deliver({ chat: 'dm', from: adaPhone, text: 'remember that my locker is number 12' });
-    expect((await repliesIn(adaChat, 2))[1]).toBe('Noted: my locker is number 12');
+    expect((await repliesIn(adaChat, 2))[1]).toBe('Noted: your locker is number 12');
     await fake.deliver({ chat: 'dm', from: adaPhone, text: 'what do you know about my locker?' });
     expect((await repliesIn(adaChat, 3))[2]).toContain('my locker is number 12');
 
@@ -130,10 +130,10 @@ describe('WhatsApp through the gateway', () => {
 
     // Forget on WhatsApp is forgotten when asked on another road (the web), while what was not forgotten stays.
     await fake.deliver({ chat: 'dm', from: adaPhone, text: 'remember that my bike is green' });
-    expect((await repliesIn(adaChat, 9))[8]).toBe('Noted: my bike is green');
+    expect((await repliesIn(adaChat, 9))[8]).toBe('Noted: your bike is green');
     const web = (text: string) => roster.core.handle({ channel: 'web', conversation: { externalId: `web-${ada.id}`, kind: 'dm' }, sender: { personId: ada.id }, text }, { agent: 'Scout' });
     // Positive control: the web road knows it before the forget.
-    expect((await web('what do you know about my bike?')).replies[0]?.text).toContain('my bike is green');
+    expect((await web('what do you know about my bike?')).replies[0]?.text).toContain('your bike is green');
     await fake.deliver({ chat: 'dm', from: adaPhone, text: 'forget that my bike is green' });
     expect((await repliesIn(adaChat, 10))[9]).toBe('Forgotten.');
     expect((await web('what do you know about my bike?')).replies[0]?.text).not.toContain('bike');

@@ -55,7 +55,7 @@ describe('Slack events over HTTP, through the core', () => {
     await slack.deliver({ chat: 'dm', from: ada, text: "that's wrong, my desk is on floor 4" });
     await served.settled();
     expect(slack.sent().filter((message) => message.chatId === slack.dmChatId(ada)).map((message) => message.text)).toEqual([
-      'Noted: my desk is on floor 4 (I found nothing like it to correct.)',
+      'Noted: your desk is on floor 4 (I found nothing like it to correct.)',
     ]);
     expect(await learningEvents()).toEqual([...before, 'Scout/Ada/correction/slack'].sort());
     // Bob's plain message on the same channel is no correction: nothing more is recorded.
@@ -96,7 +96,7 @@ describe('Slack events over HTTP, through the core', () => {
     // The same event, signed as Slack signs it: taken, answered, recorded.
     expect((await slack.send({ body: slack.eventBody(event), contentType: 'application/json' })).status).toBe(200);
     await served.settled();
-    expect(slack.sent().map((message) => message.text)).toEqual(['Noted: my phone is the blue one (I found nothing like it to correct.)']);
+    expect(slack.sent().map((message) => message.text)).toEqual(['Noted: your phone is the blue one (I found nothing like it to correct.)']);
     expect(await learningEvents()).toEqual([...learned, 'Scout/Cleo/correction/slack'].sort());
     expect(await messageCount()).toBe(messages + 2);
   });
