@@ -113,7 +113,7 @@ describe('update acts only on a matching fact', () => {
     const { f, scope, ids, say, readable } = await setup(stored);
 
     const unrelated = await say('update: I now drink decaf');
-    expect(unrelated.text).toBe('Noted: I now drink decaf (I found nothing like it to update.)');
+    expect(unrelated.text).toBe('Noted: you now drink decaf (I found nothing like it to update.)');
     expect(await readable()).toEqual(sorted([...stored, 'I now drink decaf']));
     for (const content of stored) expect((await f.roster.memory.get(scope, ids[content]!)).validTo).toBeNull();
 

@@ -89,7 +89,7 @@ describe('forget, after the whole learning loop', () => {
     const bob = await say('Scout', 'bob', 'what do you know about bike');
     expect(bob.replies[0]?.text).toBe('- your bike is red');
     const coder = await say('Coder', 'ada', 'what do you know about Rust');
-    expect(coder.replies[0]?.text).toBe('- I write Rust');
+    expect(coder.replies[0]?.text).toBe('- you write Rust');
     // The lesson no longer rides in Scout's prompts.
     const lessons = await loop.test.database.withScope({ agentId: loop.ids.scout, personId: loop.ids.ada, audience: 'private' }, async (tx) =>
       (await tx.query<{ status: string }>(`select status from lessons`)).rows.map((row) => row.status),
