@@ -128,6 +128,34 @@ describe('the offline engine answers from what clears the relevance floor', () =
     for (const [index] of corrections.entries()) expect(events).toContain(`Scout/C${index}/correction`);
   }, 300_000);
 
+  it('in team mode, an agent with nothing relevant says so in a few words, and memory used lists only what clears the floor', async () => {
+    const team = await rosterFixture({ agents: [{ name: 'Scout' }, { name: 'Coder' }], people: ['Ada'] });
+    try {
+      const ada = team.people.Ada!.id;
+      const scope = (agent: string) => ({ agentId: team.agents[agent]!.id, personId: ada, audience: 'private' as const });
+      const provenance = { actor: { kind: 'person' as const, id: ada } };
+      // Coder holds long notes on other things; Scout holds the locker number.
+      for (const topic of ['garden', 'holiday', 'recipes', 'reading', 'music']) {
+        await team.roster.memory.remember(scope('Coder'), { content: `my ${topic} notes: ${`${topic} plans and lists, `.repeat(40)}`, provenance });
+      }
+      await team.roster.memory.remember(scope('Scout'), { content: 'my locker number is 4418', provenance });
+      await team.roster.memory.remember(scope('Scout'), { content: 'my favourite colour is teal', provenance });
+      const result = await team.roster.core.handle(
+        { channel: 'cli', conversation: { externalId: 'team-locker', kind: 'dm' }, sender: { personId: ada }, text: 'what is my locker number?' },
+        { team: true },
+      );
+      const replies = Object.fromEntries(result.replies.map((reply) => [reply.agent, reply]));
+      // Positive control: the agent that was told answers with the fact, having used only it.
+      expect(replies.Scout?.text).toBe('Your locker number is 4418.');
+      expect(replies.Scout?.memories.map((memory) => memory.fact.content)).toEqual(['my locker number is 4418']);
+      // The other answers in a few words, with none of its long notes.
+      expect(replies.Coder?.text).toBe("I don't know that.");
+      expect(replies.Coder?.memories).toEqual([]);
+    } finally {
+      await team.cleanup();
+    }
+  }, 120_000);
+
   it('after a forget, a question about the forgotten fact gets "I don\'t know" and leaks nothing', async () => {
     const say = sayAs('Forgetful');
     await say('remember that my favourite colour is teal');
