@@ -61,13 +61,20 @@ export interface SearchOptions {
  */
 export interface RelevanceFloor {
   /**
-   * The least share of the query's weight a result must hold: each query
-   * word weighs its idf in the scope (a word no fact holds weighs the most),
-   * and a result holds the weight of the query words it contains. A fact
-   * sharing only "favourite" with "what is my favourite colour?" holds less
-   * than half of it; one that answers holds nearly all.
+   * Whether the query is about anything remembered at all: the best result
+   * must hold at least this share of the query's weight, or nothing is
+   * relevant. Each query word weighs its idf in the scope (a word no fact
+   * holds weighs the most), and a result holds the weight of the query words
+   * it contains. A fact sharing only "favourite" with "what is my favourite
+   * colour?" holds less than half of it; one that answers holds nearly all.
    */
   minCoverage: number;
+  /**
+   * When the query passes, the least share each result must hold to be
+   * relevant beside the best (a turn sharing the rare word of a question is
+   * often its evidence, though it holds little of a long question's weight).
+   */
+  minShare: number;
   /**
    * The least cosine similarity of the query's and the result's vectors that
    * makes a result relevant on its own, whatever its words; null: similarity
@@ -85,7 +92,7 @@ export interface RelevanceFloor {
 }
 
 /** The hashing embedder's floor (see `RelevanceFloor`; docs/benchmarks.md, never-said). */
-export const hashingRelevanceFloor: RelevanceFloor = { minCoverage: 0.5, minSimilarity: null, neighbours: false };
+export const hashingRelevanceFloor: RelevanceFloor = { minCoverage: 0.5, minShare: 0.01, minSimilarity: null, neighbours: false };
 
 /**
  * The floor for an embedder model. The coverage of the query's words does not
@@ -286,9 +293,12 @@ export async function searchFacts(database: Database, embedder: Embedder, scope:
         relevance: fused * trustWeight * recencyWeight,
         coverage,
         similarity,
-        relevant: clears(floor, coverage, similarity),
+        relevant: false,
       };
     });
+    // Nothing is relevant to a query about something never said; else each result that holds enough of it is.
+    const asked = scored.some((item) => clears(floor, floor.minCoverage, item.coverage, item.similarity));
+    for (const item of scored) item.relevant = asked && clears(floor, floor.minShare, item.coverage, item.similarity);
     // A fact recorded next to a relevant full-text match borrowed its score from it (see `neighbours`):
     // it is relevant as its match is. What it borrowed is the share of one match's own score.
     const share = clampShare(options.neighbours ?? neighbourWeight);
@@ -400,8 +410,8 @@ interface Scored {
 }
 
 /** Whether a result clears the floor: enough of the query's weight, or (where measured) a close enough vector. */
-function clears(floor: RelevanceFloor, coverage: number, similarity: number | null): boolean {
-  if (coverage >= floor.minCoverage) return true;
+function clears(floor: RelevanceFloor, minCoverage: number, coverage: number, similarity: number | null): boolean {
+  if (coverage >= minCoverage && coverage > 0) return true;
   return floor.minSimilarity !== null && similarity !== null && similarity >= floor.minSimilarity;
 }
 
@@ -411,6 +421,9 @@ interface QueryWeights {
   coverage(lexemes: readonly string[]): number;
 }
 
+/** Stemmed words that ask rather than say what is asked about. */
+const askingWords: ReadonlySet<string> = new Set(['know', 'rememb', 'tell', 'remind', 'recal']);
+
 async function queryWeights(tx: ScopedTransaction, text: string, sizes: ScopeSizeCache | undefined): Promise<QueryWeights> {
   const known = sizes?.get(ScopeSizeCache.factsKey(tx.scope), keptFactCountFrom);
   const { rows } = await tx.query<{ lexeme: string; df: string; scope_facts: string }>('select lexeme, df, scope_facts from roster_query_terms($1, $2)', [
@@ -418,7 +431,10 @@ async function queryWeights(tx: ScopedTransaction, text: string, sizes: ScopeSiz
     known ?? null,
   ]);
   const weight = new Map<string, number>();
+  // "What do you know about …", "tell me …": the words that ask weigh nothing, unless nothing else is asked.
+  const asking = rows.every((row) => askingWords.has(row.lexeme)) ? new Set<string>() : askingWords;
   for (const row of rows) {
+    if (asking.has(row.lexeme)) continue;
     const df = Number(row.df);
     const n = Math.max(Number(row.scope_facts), df);
     weight.set(row.lexeme, Math.log(1 + (n - df + 0.5) / (df + 0.5)));
