@@ -82,7 +82,7 @@ describe('POST /api/chat', () => {
     const second = events(await chat(owner, { agent: 'Scout', message: 'what do you know about my sister?', conversation: conversationId }));
     expect(second.map((part) => part.event)).toEqual(['text-delta', 'turn-end', 'done']);
     const recalled = second[1]!.data;
-    expect(recalled.text).toContain('my sister is called Lia');
+    expect(recalled.text).toContain('your sister is called Lia');
     expect(recalled.toolCalls.map((call: { toolName: string }) => call.toolName)).toEqual(['recall']);
     expect(recalled.memories).toEqual([{ id: remembered.toolCalls[0].output.factId, content: 'my sister is called Lia', trust: 'active', why: expect.stringMatching(/words matched \(rank 1\)/) }]);
     expect(second[2]!.data).toEqual({ conversationId });
