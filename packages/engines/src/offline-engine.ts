@@ -1,5 +1,6 @@
 import type { Engine, EnginePart, EngineRequest, EngineResult, EngineTool, EngineToolCall } from '@roster/contracts';
 import { RosterError } from '@roster/errors';
+import { secondPerson } from '@roster/contracts';
 
 export interface OfflineEngineOptions {
   /** The agent it answers for; it introduces itself by this name. */
@@ -86,14 +87,12 @@ export function createOfflineEngine(options: OfflineEngineOptions): Engine {
       const intent = readIntent(request.message);
       let text: string;
       if (intent === undefined) {
-        text =
-          `I'm ${agentName}. I run without a language model, so I can only remember, recall, update, correct and forget facts: ` +
-          `try "remember that …" or "what do you know about …".`;
+        text = help(agentName);
       } else if (!toolsOf[intent.kind].every((name) => turn.offers(name))) {
         text = `I'm ${agentName}. I can't keep memories in this conversation.`;
       } else {
         try {
-          text = await perform(intent, turn);
+          text = await perform(intent, turn, agentName);
         } catch (error) {
           if (!(error instanceof ToolRefusal)) throw error;
           text = `I couldn't do that: ${error.message}`;
@@ -104,6 +103,13 @@ export function createOfflineEngine(options: OfflineEngineOptions): Engine {
       return { text, toolCalls: turn.toolCalls };
     },
   };
+}
+
+function help(agentName: string): string {
+  return (
+    `I'm ${agentName}. I run without a language model, so I can remember, recall, update, correct and forget facts, and answer ` +
+    `questions from them: try "remember that …", "what is my …?" or "what do you know about …".`
+  );
 }
 
 function readIntent(message: string): Intent | undefined {
@@ -122,21 +128,6 @@ function readIntent(message: string): Intent | undefined {
   return undefined;
 }
 
-/** The person's words as the agent says them back: "my locker" → "your locker", "I live" → "you live". */
-export function secondPerson(text: string): string {
-  const swaps: Record<string, string> = { i: 'you', me: 'you', my: 'your', mine: 'yours', myself: 'yourself', am: 'are', "i'm": "you're", 'i’m': 'you’re' };
-  let afterI = false;
-  return text.replace(/[\p{L}\p{N}'’]+/gu, (word) => {
-    const lower = word.toLowerCase();
-    let swapped: string | undefined = swaps[lower];
-    if (lower === 'am' && !afterI) swapped = undefined;
-    if (lower === 'was' && afterI) swapped = 'were';
-    afterI = lower === 'i';
-    if (swapped === undefined) return word;
-    return word[0] === word[0]!.toUpperCase() && lower !== 'i' ? swapped[0]!.toUpperCase() + swapped.slice(1) : swapped;
-  });
-}
-
 /** The person's words back in the first person: the agent's "your locker" is the fact "my locker". */
 function firstPerson(text: string): string {
   const swaps: Record<string, string> = { your: 'my', yours: 'mine', yourself: 'myself', "you're": "I'm", 'you’re': 'I’m' };
@@ -149,7 +140,7 @@ function sentence(text: string): string {
   return /[.!?]$/.test(capital) ? capital : `${capital}.`;
 }
 
-async function perform(intent: Intent, turn: OfflineTurn): Promise<string> {
+async function perform(intent: Intent, turn: OfflineTurn, agentName: string): Promise<string> {
   switch (intent.kind) {
     case 'remember':
       return remember(intent.content, turn);
@@ -161,7 +152,9 @@ async function perform(intent: Intent, turn: OfflineTurn): Promise<string> {
     case 'ask': {
       // Recall returns only what clears the relevance floor, best first: the answer is the best, or nothing.
       const [best] = await recall(intent.question.replace(askingLead, ''), turn);
-      return best === undefined ? "I don't know that." : sentence(secondPerson(best.content));
+      if (best !== undefined) return sentence(secondPerson(best.content));
+      // About the person: nothing they said answers it. Small talk ("who is around today?"): say what it can do.
+      return aboutPerson.test(intent.question) ? "I don't know that." : help(agentName);
     }
     case 'forget': {
       const found = await find(intent.query, turn);
