@@ -58,7 +58,7 @@ describe('Telegram through roster start', () => {
     expect((await repliesIn(fake, fake.dmChatId(ada), 2))[1]).toBe('Noted: your locker is number 12');
     // A new message, a new turn: the answer comes from memory.
     await fake.deliver({ chat: 'dm', from: ada, text: 'what do you know about my locker?' });
-    expect((await repliesIn(fake, fake.dmChatId(ada), 3))[2]).toContain('my locker is number 12');
+    expect((await repliesIn(fake, fake.dmChatId(ada), 3))[2]).toContain('your locker is number 12');
     // The stranger was answered once, and only with the hint.
     expect(await repliesIn(fake, fake.dmChatId(stranger), 1)).toEqual([pairingHint()]);
 

@@ -114,7 +114,7 @@ describe('WhatsApp through the gateway', () => {
     const bobPhone = fake.user(3);
     await roster.core.directory.linkIdentity(bob.id, 'whatsapp', bobPhone.id, bobPhone.name);
     await fake.deliver({ chat: 'dm', from: bobPhone, text: 'what do you know about my locker?' });
-    expect(await repliesIn(fake.dmChatId(bobPhone), 1)).toEqual(["I don't know anything about my locker yet."]);
+    expect(await repliesIn(fake.dmChatId(bobPhone), 1)).toEqual(["I don't know anything about your locker yet."]);
     expect(await corrections()).toEqual([]);
     await fake.deliver({ chat: 'dm', from: adaPhone, text: "that's wrong, my locker is number 14" });
     await repliesIn(adaChat, 5);
@@ -124,7 +124,7 @@ describe('WhatsApp through the gateway', () => {
     await fake.deliver({ chat: 'dm', from: adaPhone, text: '/agent Coder' });
     expect((await repliesIn(adaChat, 6))[5]).toBe('Now talking to Coder.');
     await fake.deliver({ chat: 'dm', from: adaPhone, text: 'what do you know about my locker?' });
-    expect((await repliesIn(adaChat, 7))[6]).toBe("I don't know anything about my locker yet.");
+    expect((await repliesIn(adaChat, 7))[6]).toBe("I don't know anything about your locker yet.");
     await fake.deliver({ chat: 'dm', from: adaPhone, text: '/agent Scout' });
     await repliesIn(adaChat, 8);
 

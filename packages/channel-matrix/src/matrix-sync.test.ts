@@ -90,7 +90,7 @@ describe('Matrix sync and sends', () => {
     const late = await roster.serve(fake.makeAdapter({ catchUpMs: 0 }));
     await fake.deliver({ chat: 'dm', from: person, text: 'what do you know about my locker?' });
     await late.settled();
-    expect(textsIn(room).slice(2).join('\n')).toContain('my locker key is blue');
+    expect(textsIn(room).slice(2).join('\n')).toContain('your locker key is blue');
     expect(textsIn(room)).toHaveLength(3);
     expect(await stored(stale.messageId)).toBe(0);
   });

@@ -62,7 +62,7 @@ describe('Slack events over HTTP, through the core', () => {
     await slack.deliver({ chat: 'dm', from: bob, text: 'what do you know about my desk?' });
     await served.settled();
     expect(slack.sent().filter((message) => message.chatId === slack.dmChatId(bob)).map((message) => message.text)).toEqual([
-      "I don't know anything about my desk yet.",
+      "I don't know anything about your desk yet.",
     ]);
     expect(await learningEvents()).toEqual([...before, 'Scout/Ada/correction/slack'].sort());
   });
