@@ -13,15 +13,13 @@ export { containsSecret, redactSecrets } from './redact.js';
 export {
   anyWordQuery,
   defaultVectorWeight,
-  hashingRelevanceFloor,
   hashingVectorWeight,
   neighbourWeight,
-  relevanceFloor,
   ScopeSizeCache,
   searchFacts,
-  type RelevanceFloor,
   type SearchOptions,
 } from './search.js';
+export { hashingRelevanceFloor, relevanceFloor, type RelevanceFloor } from './relevance.js';
 export {
   contentHash,
   estimateJaccard,
