@@ -72,7 +72,7 @@ describe('two gateways, one Telegram bot', () => {
     expect(await first.stop()).toBe(0);
     await logged(second, /took over the bot account/);
     await fake.deliver({ chat: 'dm', from: ada, text: 'what do you know about my locker?' });
-    expect((await repliesIn(fake, fake.dmChatId(ada), 3))[2]).toContain('my locker is number 12');
+    expect((await repliesIn(fake, fake.dmChatId(ada), 3))[2]).toContain('your locker is number 12');
 
     // Every message was answered once, and no poll was cut off by another.
     expect(fake.sent().filter((message) => message.chatId === fake.dmChatId(ada))).toHaveLength(3);
