@@ -71,9 +71,9 @@ describe('POST /api/chat', () => {
   it('streams the reply, then the turn’s tool calls and the memories it read, then done', async () => {
     const first = events(await chat(owner, { agent: 'Scout', message: 'remember that my sister is called Lia' }));
     expect(first.map((part) => part.event)).toEqual(['text-delta', 'turn-end', 'done']);
-    expect(first[0]!.data).toEqual({ agent: 'Scout', delta: 'Noted: my sister is called Lia' });
+    expect(first[0]!.data).toEqual({ agent: 'Scout', delta: 'Noted: your sister is called Lia' });
     const remembered = first[1]!.data;
-    expect(remembered).toMatchObject({ agent: 'Scout', text: 'Noted: my sister is called Lia', memories: [] });
+    expect(remembered).toMatchObject({ agent: 'Scout', text: 'Noted: your sister is called Lia', memories: [] });
     expect(remembered.toolCalls).toEqual([{ toolName: 'remember', input: { content: 'my sister is called Lia' }, output: expect.objectContaining({ factId: expect.any(String), created: true }) }]);
     const conversationId = first[2]!.data.conversationId;
     expect(conversationId).toMatch(/^[0-9a-f-]{36}$/);
@@ -82,7 +82,7 @@ describe('POST /api/chat', () => {
     const second = events(await chat(owner, { agent: 'Scout', message: 'what do you know about my sister?', conversation: conversationId }));
     expect(second.map((part) => part.event)).toEqual(['text-delta', 'turn-end', 'done']);
     const recalled = second[1]!.data;
-    expect(recalled.text).toContain('my sister is called Lia');
+    expect(recalled.text).toContain('your sister is called Lia');
     expect(recalled.toolCalls.map((call: { toolName: string }) => call.toolName)).toEqual(['recall']);
     expect(recalled.memories).toEqual([{ id: remembered.toolCalls[0].output.factId, content: 'my sister is called Lia', trust: 'active', why: expect.stringMatching(/words matched \(rank 1\)/) }]);
     expect(second[2]!.data).toEqual({ conversationId });
@@ -112,7 +112,7 @@ describe('POST /api/chat', () => {
     expect(before.messages.filter((line) => line.role === 'person').map((line) => line.text)).toEqual(
       expect.arrayContaining(['remember that my bike stays at the north gate', 'remember that my bike is green']),
     );
-    expect(before.messages.find((line) => line.text === 'Noted: my bike is green')).toMatchObject({ role: 'agent', agent: 'Coder', forgotten: false });
+    expect(before.messages.find((line) => line.text === 'Noted: your bike is green')).toMatchObject({ role: 'agent', agent: 'Coder', forgotten: false });
     // Another person's history holds none of it (the owner's own conversation is the positive control of its own).
     events(await chat(owner, { agent: 'Scout', message: 'remember that my aunt lives in Porto' }));
     const adas = await history(owner);

@@ -26,16 +26,16 @@ describe('roster chat with the offline engine', () => {
       replies: [
         {
           agent: 'Scout',
-          text: 'Noted: my bike is blue',
+          text: 'Noted: your bike is blue',
           toolCalls: [{ toolName: 'remember', input: { content: 'my bike is blue' }, output: expect.objectContaining({ content: 'my bike is blue', created: true }) }],
         },
       ],
     });
-    expect(await roster('chat', '--agent', 'Scout', '--as', 'Ada', 'what do you know about my bike?')).toBe('- my bike is blue');
+    expect(await roster('chat', '--agent', 'Scout', '--as', 'Ada', 'what do you know about my bike?')).toBe('- your bike is blue');
     const beforeUpdate = new Date().toISOString();
     await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(await roster('chat', '--agent', 'Scout', '--as', 'Ada', 'update: my bike is green')).toBe('Updated: my bike is green');
-    expect(await roster('chat', '--agent', 'Scout', '--as', 'Ada', 'what do you remember about bike')).toBe('- my bike is green');
+    expect(await roster('chat', '--agent', 'Scout', '--as', 'Ada', 'update: my bike is green')).toBe('Updated: your bike is green');
+    expect(await roster('chat', '--agent', 'Scout', '--as', 'Ada', 'what do you remember about bike')).toBe('- your bike is green');
     // What was true before the update, as recorded now.
     const then = JSON.parse(await roster('memory', 'list', '--agent', 'Scout', '--person', 'Ada', '--valid-at', beforeUpdate, '--json')) as Array<{ content: string }>;
     expect(then.map((fact) => fact.content)).toEqual(['my bike is blue']);

@@ -112,7 +112,7 @@ describe('agents and people', () => {
     const takenGreek = await run('agent', 'rename', 'Scout', 'ΖΩΉ');
     expect(takenGreek.code).toBe(1);
     expect(await ok('agent', 'rename', 'Scout', 'Finder')).toBe('Renamed Scout to Finder; its memory, lessons and conversations stay with it.');
-    expect(await ok('chat', '--agent', 'finder', 'remember that my bike is red')).toBe('Noted: my bike is red');
+    expect(await ok('chat', '--agent', 'finder', 'remember that my bike is red')).toBe('Noted: your bike is red');
     const old = await run('chat', '--agent', 'Scout', 'hi');
     expect(old.code).toBe(1);
     expect(stderrLines(old)).toEqual(['roster chat: No agent named "Scout". roster agent list shows them.']);
@@ -124,7 +124,7 @@ describe('agents and people', () => {
     expect(archived.code).toBe(1);
     expect(stderrLines(archived)).toEqual(['roster chat: Finder is archived; the owner can restore it: roster agent restore Finder.']);
     expect(await ok('agent', 'restore', 'finder')).toBe('Restored Finder: it is active again, with the memory it kept.');
-    expect(await ok('chat', '--agent', 'Finder', 'what do you know about my bike')).toBe('- my bike is red');
+    expect(await ok('chat', '--agent', 'Finder', 'what do you know about my bike')).toBe('- your bike is red');
     const again = await run('agent', 'restore', 'Finder');
     expect(again.code).toBe(1);
     expect(stderrLines(again)).toEqual(['roster agent restore: Finder is not archived; there is nothing to restore.']);
@@ -134,13 +134,13 @@ describe('agents and people', () => {
     const { run, ok } = rosterIn(dataDir());
     await ok('agent', 'add', '--name', 'Scout', '--job', 'finds things');
     expect(await ok('person', 'list')).toMatch(/^No people yet/);
-    expect(await ok('chat', '--agent', 'Scout', 'remember that my bike is red')).toBe('Noted: my bike is red');
+    expect(await ok('chat', '--agent', 'Scout', 'remember that my bike is red')).toBe('Noted: your bike is red');
     await ok('person', 'add', 'Ada', '--role', 'owner');
     // The owner made on first use is still the default speaker: what was told a moment ago is known.
-    expect(await ok('chat', '--agent', 'Scout', 'what do you know about my bike')).toBe('- my bike is red');
+    expect(await ok('chat', '--agent', 'Scout', 'what do you know about my bike')).toBe('- your bike is red');
     // --as overrides, and Ada's scope does not read the first owner's facts.
-    expect(await ok('chat', '--agent', 'Scout', '--as', 'Ada', 'what do you know about my bike')).toBe("I don't know anything about my bike yet.");
-    expect(await ok('chat', '--agent', 'Scout', '--as', 'Ada', 'remember that my cat is called Tom')).toBe('Noted: my cat is called Tom');
+    expect(await ok('chat', '--agent', 'Scout', '--as', 'Ada', 'what do you know about my bike')).toBe("I don't know anything about your bike yet.");
+    expect(await ok('chat', '--agent', 'Scout', '--as', 'Ada', 'remember that my cat is called Tom')).toBe('Noted: your cat is called Tom');
 
     const people = JSON.parse(await ok('person', 'list', '--json')) as Array<{ name: string; role: string; defaultSpeaker: boolean }>;
     expect(people.map(({ name, role, defaultSpeaker }) => ({ name, role, defaultSpeaker }))).toEqual([

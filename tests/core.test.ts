@@ -44,7 +44,7 @@ describe('strangers and access', () => {
     // Positive control: a known person on the same binding is remembered.
     await f.roster.core.directory.linkIdentity(f.people.Ada!.id, 'telegram', 'tg-1', 'ada');
     const known = await f.roster.core.handle(fromTelegram('tg-1', 'remember that I am the boss'));
-    expect(known.replies[0]?.text).toBe('Noted: I am the boss');
+    expect(known.replies[0]?.text).toBe('Noted: you are the boss');
     expect(await count(f, 'facts')).toBe(1);
   });
 
@@ -61,7 +61,7 @@ describe('strangers and access', () => {
     expect(linked.notice).toBe('Linked: you are Ada here now.');
     const after = await f.roster.core.handle(fromTelegram('tg-7', 'remember that my desk is by the window'));
     expect(after.person?.name).toBe('Ada');
-    expect(after.replies[0]?.text).toBe('Noted: my desk is by the window');
+    expect(after.replies[0]?.text).toBe('Noted: your desk is by the window');
 
     // Single use: the same code does nothing for another handle.
     const reused = await f.roster.core.handle(fromTelegram('tg-8', `/link ${code}`));
@@ -102,13 +102,13 @@ describe('delivery', () => {
     await bind(f, 'pairing');
     const first = await f.roster.core.handle(fromTelegram('tg-1', 'remember that I take the 8:10 train', '42'));
     const again = await f.roster.core.handle(fromTelegram('tg-1', 'remember that I take the 8:10 train', '42'));
-    expect(first).toMatchObject({ duplicate: false, replies: [expect.objectContaining({ text: 'Noted: I take the 8:10 train' })] });
+    expect(first).toMatchObject({ duplicate: false, replies: [expect.objectContaining({ text: 'Noted: you take the 8:10 train' })] });
     expect(again).toMatchObject({ duplicate: true, replies: [], messageId: first.messageId });
     expect(await count(f, 'messages')).toBe(2);
     expect(await count(f, 'memory_events')).toBe(1);
     // A different message id is a new message.
     const next = await f.roster.core.handle(fromTelegram('tg-1', 'what do you know about train', '43'));
-    expect(next.replies[0]?.text).toBe('- I take the 8:10 train');
+    expect(next.replies[0]?.text).toBe('- you take the 8:10 train');
   });
 
   it('handles the messages of one conversation in order', async () => {
@@ -164,7 +164,7 @@ describe('prompts and colleagues', () => {
     let colleagueSaw = '';
     const fake = await startFakeOpenAi((request) => {
       const agent = agentOf(request);
-      if (agent === 'Scout' && request.toolResults.length === 0) return { tool: 'ask_agent', input: { agent: 'Coder', question: 'what do you know?' } };
+      if (agent === 'Scout' && request.toolResults.length === 0) return { tool: 'ask_agent', input: { agent: 'Coder', question: 'what is the build server called?' } };
       if (agent === 'Coder') {
         colleagueSaw = JSON.stringify(request.messages);
         return { text: 'I only know general things.' };
@@ -196,7 +196,7 @@ describe('memory in a group', () => {
     const count = () => f.database.adminScope('test: count facts', async (tx) => Number((await tx.query<{ n: string }>('select count(*) as n from facts')).rows[0]!.n));
     expect(await count()).toBe(0);
     const dm = await f.roster.core.handle({ channel: 'cli', conversation: { externalId: 'ada-dm', kind: 'dm' }, sender: { personId: f.people.Ada!.id }, text: 'remember that my desk is by the window' });
-    expect(dm.replies[0]?.text).toBe('Noted: my desk is by the window');
+    expect(dm.replies[0]?.text).toBe('Noted: your desk is by the window');
     expect(await count()).toBe(1);
   });
 });

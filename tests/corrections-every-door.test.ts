@@ -61,9 +61,9 @@ describe('a correction at every door', () => {
     await roster('agent', 'add', '--name', 'Scout', '--job', 'keeps notes');
     await roster('agent', 'add', '--name', 'Coder', '--job', 'writes code');
     // What each pair was told: one fact for each door's correction, one for a chat correction.
-    expect(await roster('chat', '--agent', 'Scout', '--as', 'Ada', 'remember that my bike is painted blue')).toBe('Noted: my bike is painted blue');
-    expect(await roster('chat', '--agent', 'Scout', '--as', 'Bob', 'remember that my desk is on floor two')).toBe('Noted: my desk is on floor two');
-    expect(await roster('chat', '--agent', 'Coder', '--as', 'Ada', 'remember that my teapot sits on the oak shelf by the kiwi window')).toBe('Noted: my teapot sits on the oak shelf by the kiwi window');
+    expect(await roster('chat', '--agent', 'Scout', '--as', 'Ada', 'remember that my bike is painted blue')).toBe('Noted: your bike is painted blue');
+    expect(await roster('chat', '--agent', 'Scout', '--as', 'Bob', 'remember that my desk is on floor two')).toBe('Noted: your desk is on floor two');
+    expect(await roster('chat', '--agent', 'Coder', '--as', 'Ada', 'remember that my teapot sits on the oak shelf by the kiwi window')).toBe('Noted: your teapot sits on the oak shelf by the kiwi window');
 
     const api = async (method: string, path: string, body?: unknown) => {
       const response = await fetch(`${server.address}${path}`, {
@@ -92,7 +92,7 @@ describe('a correction at every door', () => {
     const printed = JSON.parse(await roster('memory', 'correct', '--agent', 'Scout', '--fact', desk.id, '--content', 'my desk is on floor three', '--json'));
     expect(printed).toMatchObject({ retracted: { id: desk.id }, fact: { content: 'my desk is on floor three' } });
     // The chat's door (the positive control for the road they now share), Ada with Coder.
-    expect(await roster('chat', '--agent', 'Coder', '--as', 'Ada', 'actually, my teapot sits on the oak shelf by the mango window')).toBe('Corrected: my teapot sits on the oak shelf by the mango window');
+    expect(await roster('chat', '--agent', 'Coder', '--as', 'Ada', 'actually, my teapot sits on the oak shelf by the mango window')).toBe('Corrected: your teapot sits on the oak shelf by the mango window');
     // Each correction changed the fact it was aimed at.
     expect((await memoryOf('Scout', 'Ada')).facts.map((fact) => fact.content)).toEqual(['my bike is painted green']);
     expect((await memoryOf('Scout', 'Bob')).facts.map((fact) => fact.content)).toEqual(['my desk is on floor three']);

@@ -79,14 +79,14 @@ describe('correct acts only on a matching fact', () => {
     const { say, readable, trust } = await setup(stored);
 
     const unrelated = await say('actually, my dog is called Rex');
-    expect(unrelated.text).toBe('Noted: my dog is called Rex (I found nothing like it to correct.)');
+    expect(unrelated.text).toBe('Noted: your dog is called Rex (I found nothing like it to correct.)');
     expect(unrelated.toolCalls.map((call) => call.toolName)).toEqual(['recall', 'remember']);
     expect(await readable()).toEqual(sorted([...stored, 'my dog is called Rex']));
     expect(Object.values(await trust())).toEqual(['active', 'active', 'active', 'active']);
 
     // Positive control.
     const related = await say('actually, my dog is called Max');
-    expect(related.text).toBe('Corrected: my dog is called Max');
+    expect(related.text).toBe('Corrected: your dog is called Max');
     expect(await trust()).toEqual({
       'I drink coffee': 'active',
       'I like pizza': 'active',
@@ -113,13 +113,13 @@ describe('update acts only on a matching fact', () => {
     const { f, scope, ids, say, readable } = await setup(stored);
 
     const unrelated = await say('update: I now drink decaf');
-    expect(unrelated.text).toBe('Noted: I now drink decaf (I found nothing like it to update.)');
+    expect(unrelated.text).toBe('Noted: you now drink decaf (I found nothing like it to update.)');
     expect(await readable()).toEqual(sorted([...stored, 'I now drink decaf']));
     for (const content of stored) expect((await f.roster.memory.get(scope, ids[content]!)).validTo).toBeNull();
 
     // Positive control: the related update closes exactly its fact and links the new one.
     const related = await say('update: my dog is called Max now');
-    expect(related.text).toBe('Updated: my dog is called Max now');
+    expect(related.text).toBe('Updated: your dog is called Max now');
     expect(await readable()).toEqual(sorted(['my sister lives in Lisbon', 'I like pizza', 'I now drink decaf', 'my dog is called Max now']));
     const history = await f.roster.memory.history(scope, ids['my dog is called Rex']!);
     expect(history.map((entry) => [entry.relation, entry.fact.content, entry.fact.validTo === null])).toEqual([

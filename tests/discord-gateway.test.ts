@@ -71,12 +71,12 @@ describe('Discord through roster start', () => {
     await fake.slash(ada, 'dm', 'link', { code: code.stdout.trim() });
     expect(await repliesIn(fake, fake.dmChatId(ada), 1)).toEqual(['Linked: you are Ada here now.']);
     await fake.deliver({ chat: 'dm', from: ada, text: 'remember that my locker is number 12' });
-    expect((await repliesIn(fake, fake.dmChatId(ada), 2))[1]).toBe('Noted: my locker is number 12');
+    expect((await repliesIn(fake, fake.dmChatId(ada), 2))[1]).toBe('Noted: your locker is number 12');
     // Server chatter that is not for the bot is neither answered nor kept.
     await fake.deliver({ chat: 'group', from: ada, text: 'remember that lunch is at noon' });
     // A new message, a new turn: the answer comes from memory.
     await fake.deliver({ chat: 'dm', from: ada, text: 'what do you know about my locker?' });
-    expect((await repliesIn(fake, fake.dmChatId(ada), 3))[2]).toContain('my locker is number 12');
+    expect((await repliesIn(fake, fake.dmChatId(ada), 3))[2]).toContain('your locker is number 12');
     // The stranger was answered once, and only with the hint; nothing went to the server channel.
     expect(await repliesIn(fake, fake.dmChatId(stranger), 1)).toEqual([pairingHint()]);
     expect(fake.sent().filter((message) => message.chatId === fake.groupChatId)).toEqual([]);
@@ -116,7 +116,7 @@ describe('Discord through roster start', () => {
     await fake.slash(ada, 'dm', 'link', { code: code.stdout.trim() });
     expect(await repliesIn(fake, fake.dmChatId(ada), 1)).toEqual(['Linked: you are Ada here now.']);
     await fake.deliver({ chat: 'dm', from: ada, text: 'remember that my locker is number 12' });
-    expect((await repliesIn(fake, fake.dmChatId(ada), 2))[1]).toBe('Noted: my locker is number 12');
+    expect((await repliesIn(fake, fake.dmChatId(ada), 2))[1]).toBe('Noted: your locker is number 12');
 
     // A bound channel stored while Roster runs: the gateway reconnects with it.
     const bound = await runRoster(['channel', 'add', 'discord', '--channel', fake.secondChannelId], env);
@@ -185,16 +185,16 @@ describe('Discord through roster start', () => {
     expect(await repliesIn(telegram, telegram.dmChatId(adaOnTelegram), 1)).toEqual(['Linked: you are Ada here now.']);
 
     // A correction on Discord: Scout takes it for Ada.
-    expect(await say(discord, ada, 'remember that my desk is on floor 3')).toBe('Noted: my desk is on floor 3');
-    expect(await say(discord, ada, "that's wrong, my desk is on floor 4")).toBe('Corrected: my desk is on floor 4');
+    expect(await say(discord, ada, 'remember that my desk is on floor 3')).toBe('Noted: your desk is on floor 3');
+    expect(await say(discord, ada, "that's wrong, my desk is on floor 4")).toBe('Corrected: your desk is on floor 4');
     const desk = await say(discord, ada, 'what do you know about my desk?');
-    expect(desk).toContain('my desk is on floor 4');
+    expect(desk).toContain('your desk is on floor 4');
     expect(desk).not.toContain('floor 3');
     // Bob, asking Scout, and Coder, asked by Ada, know nothing of it.
-    expect(await say(discord, bob, 'what do you know about my desk?')).toBe("I don't know anything about my desk yet.");
+    expect(await say(discord, bob, 'what do you know about my desk?')).toBe("I don't know anything about your desk yet.");
     await discord.slash(ada, 'dm', 'agent', { name: 'Coder' });
     expect((await repliesIn(discord, discord.dmChatId(ada), 5))[4]).toBe('Now talking to Coder.');
-    expect(await say(discord, ada, 'what do you know about my desk?')).toBe("I don't know anything about my desk yet.");
+    expect(await say(discord, ada, 'what do you know about my desk?')).toBe("I don't know anything about your desk yet.");
     await discord.slash(ada, 'dm', 'agent', { name: 'Scout' });
     expect((await repliesIn(discord, discord.dmChatId(ada), 7))[6]).toBe('Now talking to Scout.');
     // In the bound channel, a message without a mention is answered.
@@ -202,14 +202,14 @@ describe('Discord through roster start', () => {
     expect(await repliesIn(discord, discord.secondChannelId, 1)).toEqual([expect.stringContaining("I'm Scout.")]);
 
     // Told on Discord; Telegram recalls it, being the same person and agent (positive control).
-    expect(await say(discord, ada, 'remember that my bike is green')).toBe('Noted: my bike is green');
-    expect(await say(telegram, adaOnTelegram, 'what do you know about my bike?')).toContain('my bike is green');
+    expect(await say(discord, ada, 'remember that my bike is green')).toBe('Noted: your bike is green');
+    expect(await say(telegram, adaOnTelegram, 'what do you know about my bike?')).toContain('your bike is green');
     // Forgotten on Telegram: neither door recalls it; the desk, not forgotten, is still recalled on both.
     expect(await say(telegram, adaOnTelegram, 'forget that my bike is green')).toBe('Forgotten.');
     expect(await say(telegram, adaOnTelegram, 'what do you know about my bike?')).not.toContain('green');
     expect(await say(discord, ada, 'what do you know about my bike?')).not.toContain('green');
-    expect(await say(discord, ada, 'what do you know about my desk?')).toContain('my desk is on floor 4');
-    expect(await say(telegram, adaOnTelegram, 'what do you know about my desk?')).toContain('my desk is on floor 4');
+    expect(await say(discord, ada, 'what do you know about my desk?')).toContain('your desk is on floor 4');
+    expect(await say(telegram, adaOnTelegram, 'what do you know about my desk?')).toContain('your desk is on floor 4');
 
     expect(await roster.stop()).toBe(0);
     const database = await openEmbeddedDatabase(path.join(env.ROSTER_DATA_DIR!, 'pglite'));

@@ -87,9 +87,9 @@ describe('forget, after the whole learning loop', () => {
     expect(await scanRedis(loop.prefix, needles)).toEqual([]);
     // What was not forgotten stays.
     const bob = await say('Scout', 'bob', 'what do you know about bike');
-    expect(bob.replies[0]?.text).toBe('- my bike is red');
+    expect(bob.replies[0]?.text).toBe('- your bike is red');
     const coder = await say('Coder', 'ada', 'what do you know about Rust');
-    expect(coder.replies[0]?.text).toBe('- I write Rust');
+    expect(coder.replies[0]?.text).toBe('- you write Rust');
     // The lesson no longer rides in Scout's prompts.
     const lessons = await loop.test.database.withScope({ agentId: loop.ids.scout, personId: loop.ids.ada, audience: 'private' }, async (tx) =>
       (await tx.query<{ status: string }>(`select status from lessons`)).rows.map((row) => row.status),
@@ -131,7 +131,7 @@ describe('agent purge, after the whole learning loop', () => {
     expect(await scanRedis(loop.prefix, coderWords)).toEqual([]);
     // Scout's memory stays, and the purged agent's name is free again.
     const scout = await say('Scout', 'ada', 'what do you know about tent');
-    expect(scout.replies[0]?.text).toBe('- my tent is green');
+    expect(scout.replies[0]?.text).toBe('- your tent is green');
     await expect(loop.roster.core.directory.agentByName('Coder')).rejects.toMatchObject({ code: 'agent_not_found' });
     const again = await loop.roster.core.directory.addAgent({ name: 'Coder', job: 'writes code again' });
     expect(again.id).not.toBe(loop.ids.coder);

@@ -51,6 +51,6 @@ describe('forget in a team conversation', () => {
     const next = await team('what do you know about umbrella');
     expect(JSON.stringify(echo.requests)).not.toMatch(/gooseberry|tamarind/);
     expect(JSON.stringify(echo.requests)).toMatch(/umbrella/);
-    expect(next.replies.filter((reply) => reply.agent !== 'Echo').map((reply) => reply.text)).toEqual(['- my umbrella is yellow', '- my umbrella is yellow']);
+    expect(next.replies.filter((reply) => reply.agent !== 'Echo').map((reply) => reply.text)).toEqual(['- your umbrella is yellow', '- your umbrella is yellow']);
   });
 });

@@ -61,7 +61,7 @@ describe('two gateways, one Telegram bot', () => {
     await fake.command(ada, 'dm', `link ${code.stdout.trim()}`);
     expect(await repliesIn(fake, fake.dmChatId(ada), 1)).toEqual(['Linked: you are Ada here now.']);
     await fake.deliver({ chat: 'dm', from: ada, text: 'remember that my locker is number 12' });
-    expect((await repliesIn(fake, fake.dmChatId(ada), 2))[1]).toBe('Noted: my locker is number 12');
+    expect((await repliesIn(fake, fake.dmChatId(ada), 2))[1]).toBe('Noted: your locker is number 12');
 
     // roster doctor names the holder.
     const doctor = await runRoster(['doctor', '--json'], env);
@@ -72,7 +72,7 @@ describe('two gateways, one Telegram bot', () => {
     expect(await first.stop()).toBe(0);
     await logged(second, /took over the bot account/);
     await fake.deliver({ chat: 'dm', from: ada, text: 'what do you know about my locker?' });
-    expect((await repliesIn(fake, fake.dmChatId(ada), 3))[2]).toContain('my locker is number 12');
+    expect((await repliesIn(fake, fake.dmChatId(ada), 3))[2]).toContain('your locker is number 12');
 
     // Every message was answered once, and no poll was cut off by another.
     expect(fake.sent().filter((message) => message.chatId === fake.dmChatId(ada))).toHaveLength(3);

@@ -585,7 +585,7 @@ describe('hostile inbound payloads on every channel', () => {
   it('still answers a linked person on each channel afterwards', async () => {
     const before = await tableRows();
     const question = 'what do you know about my desk?';
-    const answer = "I don't know anything about my desk yet.";
+    const answer = "I don't know anything about your desk yet.";
     const ada = slack.user(1);
     await slack.deliver({ chat: 'dm', from: ada, text: question });
     await settled();

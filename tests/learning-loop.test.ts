@@ -205,7 +205,7 @@ describe('episodes and forgetting', () => {
     expect((await episode())?.summary).toContain('4417');
 
     const scope: Scope = { agentId: loop.ids.scout, personId: loop.ids.ada, audience: 'private' };
-    const [locker] = await loop.roster.memory.search(scope, 'locker code');
+    const [locker] = await loop.roster.memory.search(scope, 'locker number');
     await loop.roster.memory.forget(scope, locker!.fact.id, { actor: { kind: 'person', id: loop.ids.ada } });
     // At once: the summary built from those messages is gone, awaiting its rebuild.
     expect(await episode()).toEqual({ summary: '', stale: true });

@@ -36,14 +36,14 @@ describe('roster memory list in valid and record time', () => {
     await roster('person', 'add', 'Ada');
     const beforeRemember = new Date().toISOString();
     await pause();
-    expect(await roster('chat', '--agent', 'Scout', '--as', 'Ada', 'remember that my home town is Rome')).toBe('Noted: my home town is Rome');
+    expect(await roster('chat', '--agent', 'Scout', '--as', 'Ada', 'remember that my home town is Rome')).toBe('Noted: your home town is Rome');
     const [remembered] = await list();
     expect(remembered).toMatchObject({ content: 'my home town is Rome', validTo: null, supersededAt: null });
     await pause();
     const beforeUpdate = new Date().toISOString();
     await pause();
 
-    expect(await roster('chat', '--agent', 'Scout', '--as', 'Ada', 'update: my home town is Milan now')).toBe('Updated: my home town is Milan now');
+    expect(await roster('chat', '--agent', 'Scout', '--as', 'Ada', 'update: my home town is Milan now')).toBe('Updated: your home town is Milan now');
     const [current] = await list();
     expect(current).toMatchObject({ content: 'my home town is Milan now', validTo: null });
     await pause();

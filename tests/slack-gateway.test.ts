@@ -66,7 +66,7 @@ describe('Slack through roster start', () => {
 
     await slack.deliver({ chat: 'dm', from: ada, text: "that's wrong, my desk is on floor 4" });
     await until(() => sentToAda().length === 3, 'the answer to the correction');
-    expect(sentToAda()[2]).toBe('Noted: my desk is on floor 4 (I found nothing like it to correct.)');
+    expect(sentToAda()[2]).toBe('Noted: your desk is on floor 4 (I found nothing like it to correct.)');
 
     expect(await roster.stop()).toBe(0);
     const database = await openEmbeddedDatabase(path.join(dir, 'pglite'));

@@ -21,9 +21,9 @@ describe('team mode', () => {
       { team: true },
     );
     expect(result.replies.map((reply) => [reply.agent, reply.text]).sort()).toEqual([
-      ['Coder', 'Noted: I like figs'],
-      ['Helper', 'Noted: I like figs'],
-      ['Scout', 'Noted: I like figs'],
+      ['Coder', 'Noted: you like figs'],
+      ['Helper', 'Noted: you like figs'],
+      ['Scout', 'Noted: you like figs'],
     ]);
     for (const agent of ['Scout', 'Coder', 'Helper']) expect(await factsOf(f, agent, 'Ada')).toEqual(['I like figs']);
     const rows = await f.database.adminScope('test: facts by agent', async (tx) =>

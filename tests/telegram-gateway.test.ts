@@ -55,10 +55,10 @@ describe('Telegram through roster start', () => {
     await fake.command(ada, 'dm', `link ${code.stdout.trim()}`);
     expect(await repliesIn(fake, fake.dmChatId(ada), 1)).toEqual(['Linked: you are Ada here now.']);
     await fake.deliver({ chat: 'dm', from: ada, text: 'remember that my locker is number 12' });
-    expect((await repliesIn(fake, fake.dmChatId(ada), 2))[1]).toBe('Noted: my locker is number 12');
+    expect((await repliesIn(fake, fake.dmChatId(ada), 2))[1]).toBe('Noted: your locker is number 12');
     // A new message, a new turn: the answer comes from memory.
     await fake.deliver({ chat: 'dm', from: ada, text: 'what do you know about my locker?' });
-    expect((await repliesIn(fake, fake.dmChatId(ada), 3))[2]).toContain('my locker is number 12');
+    expect((await repliesIn(fake, fake.dmChatId(ada), 3))[2]).toContain('your locker is number 12');
     // The stranger was answered once, and only with the hint.
     expect(await repliesIn(fake, fake.dmChatId(stranger), 1)).toEqual([pairingHint()]);
 
@@ -124,7 +124,7 @@ describe('Telegram through roster start', () => {
     await fake.command(ada, 'dm', `link ${code.stdout.trim()}`);
     expect(await repliesIn(fake, fake.dmChatId(ada), 1)).toEqual(['Linked: you are Ada here now.']);
     await fake.deliver({ chat: 'dm', from: ada, text: 'remember that my locker is number 12' });
-    expect((await repliesIn(fake, fake.dmChatId(ada), 2))[1]).toBe('Noted: my locker is number 12');
+    expect((await repliesIn(fake, fake.dmChatId(ada), 2))[1]).toBe('Noted: your locker is number 12');
     expect(fake.webhookAnswers()).toEqual([200, 200]);
 
     expect(await roster.stop()).toBe(0);

@@ -135,7 +135,7 @@ describe('the web page in a browser', () => {
     await page.getByLabel('Message', { exact: true }).waitFor();
     await say(page, 'remember that my locker code is at the blue door');
     const reply = page.locator('li.turn.theirs').last();
-    expect(await reply.locator('p').first().textContent()).toBe('Noted: my locker code is at the blue door');
+    expect(await reply.locator('p').first().textContent()).toBe('Noted: your locker code is at the blue door');
     await reply.locator('details.used summary').click();
     expect(await reply.locator('details.used').textContent()).toContain('remember');
     // Two statements of one preference (a lesson to review), and a correction (a mirror case).
@@ -419,7 +419,7 @@ describe('the web page in a browser', () => {
     expect(await page.getByRole('navigation', { name: 'Main' }).getByRole('link').allTextContents()).toEqual(['Chat', 'Memory', 'Account']);
     await talkTo(page, 'Guide');
     await say(page, 'remember that my bike is the red one');
-    expect(await page.locator('li.turn.theirs > p').last().textContent()).toBe('Noted: my bike is the red one');
+    expect(await page.locator('li.turn.theirs > p').last().textContent()).toBe('Noted: your bike is the red one');
 
     await open(page, 'Memory', 'Memory');
     await page.getByLabel('Agent', { exact: true }).selectOption('Guide');

@@ -97,9 +97,9 @@ describe('WhatsApp through the gateway', () => {
     expect(await roster.core.directory.personByIdentity('whatsapp', adaPhone.id)).toMatchObject({ id: ada.id });
 
     await fake.deliver({ chat: 'dm', from: adaPhone, text: 'remember that my locker is number 12' });
-    expect((await repliesIn(adaChat, 2))[1]).toBe('Noted: my locker is number 12');
+    expect((await repliesIn(adaChat, 2))[1]).toBe('Noted: your locker is number 12');
     await fake.deliver({ chat: 'dm', from: adaPhone, text: 'what do you know about my locker?' });
-    expect((await repliesIn(adaChat, 3))[2]).toContain('my locker is number 12');
+    expect((await repliesIn(adaChat, 3))[2]).toContain('your locker is number 12');
 
     // A restart: the gateway resumes the stored WhatsApp session (no QR code) and the memory is still Ada's.
     const socketsBefore = fake.sockets.length;
@@ -108,13 +108,13 @@ describe('WhatsApp through the gateway', () => {
     expect(fake.sockets.length).toBe(socketsBefore + 1);
     expect(fake.currentQr()).toBeNull();
     await fake.deliver({ chat: 'dm', from: adaPhone, text: 'what do you know about my locker?' });
-    expect((await repliesIn(adaChat, 4))[3]).toContain('my locker is number 12');
+    expect((await repliesIn(adaChat, 4))[3]).toContain('your locker is number 12');
 
     // A correction lands for Scout and Ada, and for no one else.
     const bobPhone = fake.user(3);
     await roster.core.directory.linkIdentity(bob.id, 'whatsapp', bobPhone.id, bobPhone.name);
     await fake.deliver({ chat: 'dm', from: bobPhone, text: 'what do you know about my locker?' });
-    expect(await repliesIn(fake.dmChatId(bobPhone), 1)).toEqual(["I don't know anything about my locker yet."]);
+    expect(await repliesIn(fake.dmChatId(bobPhone), 1)).toEqual(["I don't know anything about your locker yet."]);
     expect(await corrections()).toEqual([]);
     await fake.deliver({ chat: 'dm', from: adaPhone, text: "that's wrong, my locker is number 14" });
     await repliesIn(adaChat, 5);
@@ -124,20 +124,20 @@ describe('WhatsApp through the gateway', () => {
     await fake.deliver({ chat: 'dm', from: adaPhone, text: '/agent Coder' });
     expect((await repliesIn(adaChat, 6))[5]).toBe('Now talking to Coder.');
     await fake.deliver({ chat: 'dm', from: adaPhone, text: 'what do you know about my locker?' });
-    expect((await repliesIn(adaChat, 7))[6]).toBe("I don't know anything about my locker yet.");
+    expect((await repliesIn(adaChat, 7))[6]).toBe("I don't know anything about your locker yet.");
     await fake.deliver({ chat: 'dm', from: adaPhone, text: '/agent Scout' });
     await repliesIn(adaChat, 8);
 
     // Forget on WhatsApp is forgotten when asked on another road (the web), while what was not forgotten stays.
     await fake.deliver({ chat: 'dm', from: adaPhone, text: 'remember that my bike is green' });
-    expect((await repliesIn(adaChat, 9))[8]).toBe('Noted: my bike is green');
+    expect((await repliesIn(adaChat, 9))[8]).toBe('Noted: your bike is green');
     const web = (text: string) => roster.core.handle({ channel: 'web', conversation: { externalId: `web-${ada.id}`, kind: 'dm' }, sender: { personId: ada.id }, text }, { agent: 'Scout' });
     // Positive control: the web road knows it before the forget.
-    expect((await web('what do you know about my bike?')).replies[0]?.text).toContain('my bike is green');
+    expect((await web('what do you know about my bike?')).replies[0]?.text).toContain('your bike is green');
     await fake.deliver({ chat: 'dm', from: adaPhone, text: 'forget that my bike is green' });
     expect((await repliesIn(adaChat, 10))[9]).toBe('Forgotten.');
-    expect((await web('what do you know about my bike?')).replies[0]?.text).not.toContain('bike');
-    expect((await web('what do you know about my locker?')).replies[0]?.text).toContain('my locker is number 14');
+    expect((await web('what do you know about my bike?')).replies[0]?.text).toBe("I don't know anything about your bike yet.");
+    expect((await web('what do you know about my locker?')).replies[0]?.text).toContain('your locker is number 14');
     const kept = await test.database.adminScope('test: what is kept of the bike', async (tx) => ({
       facts: (await tx.query(`select 1 from facts where content like '%bike%'`)).rows.length,
       messages: (await tx.query(`select 1 from messages where content like '%bike is green%'`)).rows.length,

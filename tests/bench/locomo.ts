@@ -34,7 +34,7 @@ const ks = [5, 10, 20] as const;
 const limit = 20;
 const categoryNames: Record<number, string> = { 1: 'multi-hop', 2: 'temporal', 3: 'open-domain', 4: 'single-hop', 5: 'adversarial' };
 
-interface Turn {
+export interface Turn {
   speaker: string;
   dia_id: string;
   text: string;
@@ -47,7 +47,7 @@ interface Question {
   category: number;
 }
 
-interface Conversation {
+export interface Conversation {
   sample_id: string;
   conversation: Record<string, unknown>;
   qa: Question[];
@@ -83,7 +83,7 @@ function parseOptions(args: readonly string[]): Options {
 }
 
 /** The sessions of a conversation in order, each with its date and turns. */
-function sessionsOf(conversation: Record<string, unknown>): Array<{ date: string; turns: Turn[] }> {
+export function sessionsOf(conversation: Record<string, unknown>): Array<{ date: string; turns: Turn[] }> {
   return Object.keys(conversation)
     .map((key) => /^session_(\d+)$/.exec(key))
     .filter((match): match is RegExpExecArray => match !== null)
@@ -95,7 +95,7 @@ function sessionsOf(conversation: Record<string, unknown>): Array<{ date: string
     }));
 }
 
-function turnText(turn: Turn, date: string | null): string {
+export function turnText(turn: Turn, date: string | null): string {
   const shared = turn.blip_caption === undefined ? '' : ` [shares ${turn.blip_caption}]`;
   return `${date === null ? '' : `${date}: `}${turn.speaker}: ${turn.text}${shared}`;
 }

@@ -15,6 +15,7 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   locomo: () => import('./locomo.js'),
   jobs: () => import('./jobs.js'),
   match: () => import('./match.js'),
+  'never-said': () => import('./never-said.js'),
   turns: () => import('./turns.js'),
   page: () => import('./page.js'),
   whatsapp: () => import('./whatsapp.js'),

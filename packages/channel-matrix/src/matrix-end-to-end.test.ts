@@ -82,11 +82,11 @@ describe('Matrix through the gateway, beside Telegram', () => {
 
     // Remembered on Matrix; recalled there in a new message, and on Telegram: one person, one agent.
     await matrix.deliver({ chat: 'dm', from: onMatrix, text: 'remember that my locker is number 12' });
-    expect((await said(matrix, matrix.dmChatId(onMatrix), 2))[1]).toBe('Noted: my locker is number 12');
+    expect((await said(matrix, matrix.dmChatId(onMatrix), 2))[1]).toBe('Noted: your locker is number 12');
     await matrix.deliver({ chat: 'dm', from: onMatrix, text: 'what do you know about my locker?' });
-    expect((await said(matrix, matrix.dmChatId(onMatrix), 3))[2]).toContain('my locker is number 12');
+    expect((await said(matrix, matrix.dmChatId(onMatrix), 3))[2]).toContain('your locker is number 12');
     await telegram.deliver({ chat: 'dm', from: onTelegram, text: 'what do you know about my locker?' });
-    expect((await said(telegram, telegram.dmChatId(onTelegram), 2))[1]).toContain('my locker is number 12');
+    expect((await said(telegram, telegram.dmChatId(onTelegram), 2))[1]).toContain('your locker is number 12');
 
     // Forgotten on Matrix: gone on Telegram too.
     await matrix.command(onMatrix, 'dm', 'forget my locker');

@@ -42,7 +42,7 @@ describe('Matrix rooms', () => {
     await roster.link(stranger);
     await fake.say(roomId, stranger, { msgtype: 'm.text', body: 'remember that my desk is by the window', 'm.mentions': {} });
     await served.settled();
-    expect(textsIn(roomId)).toEqual([pairingHint('!'), 'Noted: my desk is by the window']);
+    expect(textsIn(roomId)).toEqual([pairingHint('!'), 'Noted: your desk is by the window']);
   });
 
   it('joins a group room when its inviter is listed, answers there when addressed, and declines anyone else’s', async () => {
@@ -84,7 +84,7 @@ describe('Matrix rooms', () => {
     // Positive control, after them in the stream: the same person is answered in their unencrypted chat.
     await fake.deliver({ chat: 'dm', from: person, text: 'remember that my desk is on floor 2' });
     await served.settled();
-    expect(textsIn(fake.dmChatId(person))).toEqual(['Noted: my desk is on floor 2']);
+    expect(textsIn(fake.dmChatId(person))).toEqual(['Noted: your desk is on floor 2']);
     expect(textsIn(roomId)).toEqual([encryptedRoomNotice]);
     expect(await roster.query(`select 1 from facts where content like '%8080%'`, [])).toEqual([]);
 
@@ -102,7 +102,7 @@ describe('Matrix rooms', () => {
     await fake.sayEncrypted(group, person);
     await fake.deliver({ chat: 'dm', from: person, text: 'what do you know about my desk?' });
     await again.settled();
-    expect(textsIn(fake.dmChatId(person)).at(-1)).toBe('- my desk is on floor 2');
+    expect(textsIn(fake.dmChatId(person)).at(-1)).toBe('- your desk is on floor 2');
     expect(textsIn(roomId)).toEqual([encryptedRoomNotice]);
     expect(textsIn(group)).toEqual([encryptedRoomNotice]);
   });

@@ -33,7 +33,7 @@ describe('Matrix sync and sends', () => {
     fake.rateLimitNext({ retryAfterMs: 1000, header: true });
     await fake.deliver({ chat: 'dm', from: person, text: 'remember that my bike is red' });
     await served.settled();
-    expect(textsIn(fake.dmChatId(person))).toEqual(['Noted: my bike is red']);
+    expect(textsIn(fake.dmChatId(person))).toEqual(['Noted: your bike is red']);
     const attempts = fake.attempts().filter((attempt) => attempt.chatId === fake.dmChatId(person));
     expect(attempts.map((attempt) => attempt.outcome)).toEqual(['rate-limited', 'sent']);
     expect(attempts[1]!.at - attempts[0]!.at).toBeGreaterThanOrEqual(950);
@@ -58,9 +58,9 @@ describe('Matrix sync and sends', () => {
     await served.settled();
 
     const texts = textsIn(room);
-    expect(texts.slice(0, 2)).toEqual(['Noted: my train leaves at six', 'Noted: my cat is called Miso']);
+    expect(texts.slice(0, 2)).toEqual(['Noted: your train leaves at six', 'Noted: your cat is called Miso']);
     expect(texts).toHaveLength(3);
-    expect(texts[2]).toContain('- my cat is called Miso');
+    expect(texts[2]).toContain('- your cat is called Miso');
     for (const delivered of [first, second, third]) expect(await stored(delivered.messageId)).toBe(1);
     // The SDK's sync picked up again by itself: the adapter was started once (one whoami), never again.
     expect(fake.requests().filter((request) => request === 'GET /_matrix/client/v3/account/whoami')).toHaveLength(1);
@@ -80,7 +80,7 @@ describe('Matrix sync and sends', () => {
     const again = await roster.serve(fake.makeAdapter());
     await until(() => textsIn(room).length === 2, 'the answer to what was said while away');
     await again.settled();
-    expect(textsIn(room)).toEqual(['Noted: my locker is number 12', 'Noted: my locker key is blue']);
+    expect(textsIn(room)).toEqual(['Noted: your locker is number 12', 'Noted: your locker key is blue']);
     expect(await stored(before.messageId)).toBe(1);
     expect(await stored(away.messageId)).toBe(1);
 
@@ -90,7 +90,7 @@ describe('Matrix sync and sends', () => {
     const late = await roster.serve(fake.makeAdapter({ catchUpMs: 0 }));
     await fake.deliver({ chat: 'dm', from: person, text: 'what do you know about my locker?' });
     await late.settled();
-    expect(textsIn(room).slice(2).join('\n')).toContain('my locker key is blue');
+    expect(textsIn(room).slice(2).join('\n')).toContain('your locker key is blue');
     expect(textsIn(room)).toHaveLength(3);
     expect(await stored(stale.messageId)).toBe(0);
   });

@@ -55,14 +55,14 @@ describe('Slack events over HTTP, through the core', () => {
     await slack.deliver({ chat: 'dm', from: ada, text: "that's wrong, my desk is on floor 4" });
     await served.settled();
     expect(slack.sent().filter((message) => message.chatId === slack.dmChatId(ada)).map((message) => message.text)).toEqual([
-      'Noted: my desk is on floor 4 (I found nothing like it to correct.)',
+      'Noted: your desk is on floor 4 (I found nothing like it to correct.)',
     ]);
     expect(await learningEvents()).toEqual([...before, 'Scout/Ada/correction/slack'].sort());
     // Bob's plain message on the same channel is no correction: nothing more is recorded.
     await slack.deliver({ chat: 'dm', from: bob, text: 'what do you know about my desk?' });
     await served.settled();
     expect(slack.sent().filter((message) => message.chatId === slack.dmChatId(bob)).map((message) => message.text)).toEqual([
-      "I don't know anything about my desk yet.",
+      "I don't know anything about your desk yet.",
     ]);
     expect(await learningEvents()).toEqual([...before, 'Scout/Ada/correction/slack'].sort());
   });
@@ -96,7 +96,7 @@ describe('Slack events over HTTP, through the core', () => {
     // The same event, signed as Slack signs it: taken, answered, recorded.
     expect((await slack.send({ body: slack.eventBody(event), contentType: 'application/json' })).status).toBe(200);
     await served.settled();
-    expect(slack.sent().map((message) => message.text)).toEqual(['Noted: my phone is the blue one (I found nothing like it to correct.)']);
+    expect(slack.sent().map((message) => message.text)).toEqual(['Noted: your phone is the blue one (I found nothing like it to correct.)']);
     expect(await learningEvents()).toEqual([...learned, 'Scout/Cleo/correction/slack'].sort());
     expect(await messageCount()).toBe(messages + 2);
   });

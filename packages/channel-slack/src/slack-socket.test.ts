@@ -44,7 +44,7 @@ describe('Slack in Socket Mode, through the core', () => {
     expect(await slack.sendEnvelope('events_api', event)).toHaveProperty('envelope_id');
     await served.settled();
     await until(() => slack.sent().length === 1, 'the answer');
-    expect(slack.sent()[0]).toMatchObject({ chatId: slack.dmChatId(ada), text: 'Noted: my desk is on floor 3' });
+    expect(slack.sent()[0]).toMatchObject({ chatId: slack.dmChatId(ada), text: 'Noted: your desk is on floor 3' });
 
     // /roster memory, as a slash_commands envelope.
     const ack = await slack.sendEnvelope('slash_commands', {

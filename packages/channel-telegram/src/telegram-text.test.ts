@@ -33,11 +33,11 @@ describe('Telegram text', () => {
     expect(await served.send({ chatId: telegram.dmChatId(user), recipient: user.id }, raw)).toBe(true);
 
     const sends = telegram.requests().filter((request) => request.method === 'sendMessage');
-    expect(sends.map((request) => request.body.text)).toEqual([`Noted: ${written}`, raw]);
+    expect(sends.map((request) => request.body.text)).toEqual([`Noted: ${written.replace(/^my /, 'your ')}`, raw]);
     for (const request of sends) {
       expect(request.body).not.toHaveProperty('parse_mode');
       expect(request.body).not.toHaveProperty('entities');
     }
-    expect(telegram.sent().map((message) => message.text)).toEqual([`Noted: ${written}`, raw]);
+    expect(telegram.sent().map((message) => message.text)).toEqual([`Noted: ${written.replace(/^my /, 'your ')}`, raw]);
   });
 });

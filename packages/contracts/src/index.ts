@@ -26,3 +26,4 @@ export {
 export type { Engine, EngineFile, EngineMessage, EnginePart, EngineRequest, EngineResult, EngineTool, EngineToolCall, FileKind } from './engine.js';
 export { channelNamePattern, localDoors, maxFileBytes, maxFiles, type Channel, type InboundFile, type InboundMessage } from './inbound.js';
 export { flag, optionalSecret, optionalUrl, urlWithProtocols } from './variables.js';
+export { secondPerson } from './spoken.js';

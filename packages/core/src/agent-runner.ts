@@ -74,6 +74,8 @@ export function createAgentRunner(options: AgentRunnerOptions): RunAgent {
     turn: TurnOptions,
     withColleagues: boolean,
     files: readonly EngineFile[] = [],
+    /** What memory is searched for: the message, or a colleague's question without "X asks:". */
+    query: string = text,
   ): Promise<AgentAnswer> {
     const engine = options.engineFor(agent);
     const unread = unreadKinds(engine, files);
@@ -81,9 +83,9 @@ export function createAgentRunner(options: AgentRunnerOptions): RunAgent {
     const scope = context.scope;
     const lessons = scope === null ? [] : await activeLessons(scope);
     let facts: SearchResult[] = [];
-    if (scope !== null && text !== '') {
+    if (scope !== null && query !== '') {
       try {
-        facts = await memory.search(scope, text, { limit: 8, tokenBudget: memoryTokens });
+        facts = await memory.search(scope, query, { limit: 8, tokenBudget: memoryTokens });
       } catch (error) {
         log?.warn({ err: error, agent: agent.name }, 'memory search failed; answering without it');
       }
@@ -129,7 +131,7 @@ export function createAgentRunner(options: AgentRunnerOptions): RunAgent {
         depth: 1,
         forgotten: context.forgotten,
       };
-      const answer = await runAgent(colleague, colleagueContext, `${context.agent.name} asks: ${question}`, 'dm', {}, false);
+      const answer = await runAgent(colleague, colleagueContext, `${context.agent.name} asks: ${question}`, 'dm', {}, false, [], question);
       return { agent: colleague.name, answer: answer.text };
     },
   };

@@ -9,14 +9,30 @@ export interface LearningSignal {
 
 /** Phrases per kind, English and Italian. Matched as whole words, case-insensitively. */
 const phrases: Record<SignalKind, readonly string[]> = {
-  correction: ["that's wrong", 'that is wrong', "you're wrong", 'you are wrong', 'no', 'actually', 'hai sbagliato', 'sbagliato', 'è sbagliato'],
+  correction: [
+    "that's wrong",
+    'that is wrong',
+    "that's not right",
+    'that is not right',
+    "that's incorrect",
+    'that is incorrect',
+    "you're wrong",
+    'you are wrong',
+    'no',
+    'nope',
+    'actually',
+    'correction',
+    'hai sbagliato',
+    'sbagliato',
+    'è sbagliato',
+  ],
   remember: ['remember', 'ricorda', 'ricordati'],
   preference: ['next time', 'from now on', 'la prossima volta', "d'ora in poi", 'da ora in poi'],
   'negative-rating': ['👎', 'bad answer', 'risposta sbagliata'],
 };
 
 /** Phrases that count only at the very start of the message ("no, …" is a correction; "I have no idea" is not). */
-const leadingOnly = new Set(['no', 'actually']);
+const leadingOnly = new Set(['no', 'nope', 'actually', 'correction']);
 
 function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/'/g, "['’]");

@@ -79,8 +79,8 @@ async function say(message: string, tools: readonly EngineTool[]) {
 }
 
 const help =
-  "I'm Tess. I run without a language model, so I can only remember, recall, update, correct and forget facts: " +
-  'try "remember that …" or "what do you know about …".';
+  "I'm Tess. I run without a language model, so I can remember, recall, update, correct and forget facts, and answer " +
+  'questions from them: try "remember that …", "what is my …?" or "what do you know about …".';
 
 describe('offline engine', () => {
   it('is the local engine called offline', () => {

@@ -1,6 +1,7 @@
 import type { InstallationKey } from '@roster/config';
 import type { Database, Scope, ScopedTransaction } from '@roster/db';
 import { FactStateError } from './errors.js';
+import { secondPerson } from '@roster/contracts';
 import { contentHash, isNearDuplicate, keyedContentHash, keyedMinhash, minhash, normalizeText } from './text.js';
 import type { Actor, Fact, Provenance } from './types.js';
 import { chainIds } from './versions.js';
@@ -69,7 +70,9 @@ export async function forgetFact(context: ForgetContext, scope: Scope, factId: s
       [await chainIds(tx, fact.id), hash, fact.personId],
     );
     const ids = [...new Set([fact.id, ...chain.rows.map((row) => row.id)])];
-    const phrases = [...new Set([fact.content, ...chain.rows.map((row) => row.content)].map(normalizeText).filter((phrase) => phrase !== ''))];
+    // The words as said, and as an agent says them back ("my locker …" → "your locker …").
+    const contents = [fact.content, ...chain.rows.map((row) => row.content)];
+    const phrases = [...new Set([...contents, ...contents.map(secondPerson)].map(normalizeText).filter((phrase) => phrase !== ''))];
     const sources = [...new Set([...fact.sourceMessageIds, ...chain.rows.flatMap((row) => row.source_message_ids)])];
     // Keyed, so that no dictionary of guesses finds the words again without the installation key.
     const tombstone = await tx.query<{ id: string }>(

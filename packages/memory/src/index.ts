@@ -10,7 +10,16 @@ export { fade, fadeBatchStatement, protectedCategories, type FadeOptions, type F
 export { closeMatches, hashingMatchRule, matchFacts, matchRule, matchTieMargin, type FactMatch, type MatchOptions, type MatchReason, type MatchRule } from './match.js';
 export { createMemory, type HistoryEntry, type VersionEvent, type Memory, type MemoryOptions, type RememberInput, type UseReason } from './memory.js';
 export { containsSecret, redactSecrets } from './redact.js';
-export { anyWordQuery, defaultVectorWeight, hashingVectorWeight, neighbourWeight, ScopeSizeCache, searchFacts, type SearchOptions } from './search.js';
+export {
+  anyWordQuery,
+  defaultVectorWeight,
+  hashingVectorWeight,
+  neighbourWeight,
+  ScopeSizeCache,
+  searchFacts,
+  type SearchOptions,
+} from './search.js';
+export { hashingRelevanceFloor, relevanceFloor, type RelevanceFloor } from './relevance.js';
 export {
   contentHash,
   estimateJaccard,

@@ -13,10 +13,16 @@ describe('memory.match', () => {
   }, 60_000);
   afterAll(() => f.cleanup());
 
-  it('returns nothing for a request no fact matches, where search still returns its top results', async () => {
+  it('returns nothing for a request no fact matches, as search returns nothing above its floor', async () => {
     expect(await f.memory.match(f.dm('scout', 'ada'), 'I play chess on Fridays')).toEqual([]);
-    // The contrast that made the defect: search ranks something first all the same.
-    expect((await f.memory.search(f.dm('scout', 'ada'), 'I play chess on Fridays')).length).toBeGreaterThan(0);
+    expect(await f.memory.search(f.dm('scout', 'ada'), 'I play chess on Fridays')).toEqual([]);
+    // Asked for everything, search still ranks its top results, each marked as below the floor.
+    const all = await f.memory.search(f.dm('scout', 'ada'), 'I play chess on Fridays', { includeIrrelevant: true });
+    expect(all.length).toBeGreaterThan(0);
+    expect(all.every((result) => !result.relevant)).toBe(true);
+    // Positive control: a question about a stored fact finds it, marked relevant.
+    const dog = await f.memory.search(f.dm('scout', 'ada'), 'what is my dog called?');
+    expect(dog.map((result) => [result.fact.content, result.relevant])).toEqual([['my dog is called Rex', true]]);
   });
 
   it('returns exactly the matching fact, with its shared words and similarity', async () => {

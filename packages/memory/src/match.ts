@@ -133,6 +133,8 @@ export async function matchFacts(database: Database, embedder: Embedder, scope: 
       candidates,
       diversity: 1,
       tokenBudget: Number.MAX_SAFE_INTEGER,
+      // Candidates only: the match rule decides, below.
+      includeIrrelevant: true,
       ...(options.scopeSizes === undefined ? {} : { scopeSizes: options.scopeSizes }),
     }).catch(() => []);
     ids = nearest.map((result) => result.fact.id);

@@ -71,8 +71,8 @@ describe('vector search under a scope filter', () => {
     let overlap = 0;
     const queries = sentences(20, 99).map((text) => text.replace(/ note \d+$/, ''));
     for (const query of queries) {
-      const viaIndex = await f.memory.search(scope, query, { mode: 'vector', limit: 10, exactBelow: 0 });
-      const exact = await f.memory.search(scope, query, { mode: 'vector', limit: 10, exactBelow: 1_000_000 });
+      const viaIndex = await f.memory.search(scope, query, { mode: 'vector', limit: 10, exactBelow: 0, includeIrrelevant: true });
+      const exact = await f.memory.search(scope, query, { mode: 'vector', limit: 10, exactBelow: 1_000_000, includeIrrelevant: true });
       expect(viaIndex).toHaveLength(10);
       expect(exact).toHaveLength(10);
       for (const result of viaIndex) expect(result.fact.agentId).toBe(f.agents.scout);
@@ -130,7 +130,7 @@ describe('full-text ranking and neighbours', () => {
     const bobs = await say(bob, f.people.bob, 'Bob keeps his savings under the floorboards');
     const named = await say(ada, f.people.ada, 'His name is Rex');
 
-    const found = (await f.memory.search(ada, 'Ada greyhound', { mode: 'full-text' })).map((result) => result.fact.id);
+    const found = (await f.memory.search(ada, 'Ada greyhound', { mode: 'full-text', includeIrrelevant: true })).map((result) => result.fact.id);
     // "ada" is in every fact of the scope, "greyhound" in one: the rare word decides the first place.
     expect(found[0]).toBe(adopted.id);
     // The fact recorded after the match shares no word with the query and is found as its neighbour.
@@ -139,11 +139,11 @@ describe('full-text ranking and neighbours', () => {
     // Bob's fact, recorded in between, is never lent to Ada.
     expect(found).not.toContain(bobs.id);
     // Without neighbours the fact that shares no word is not found.
-    const alone = (await f.memory.search(ada, 'Ada greyhound', { mode: 'full-text', neighbours: 0 })).map((result) => result.fact.id);
+    const alone = (await f.memory.search(ada, 'Ada greyhound', { mode: 'full-text', neighbours: 0, includeIrrelevant: true })).map((result) => result.fact.id);
     expect(alone).toContain(adopted.id);
     expect(alone).not.toContain(named.id);
     // Bob's own search sees his fact, and none of Ada's, neighbours included.
-    const bobFound = (await f.memory.search(bob, 'savings greyhound Rex', { mode: 'full-text' })).map((result) => result.fact.id);
+    const bobFound = (await f.memory.search(bob, 'savings greyhound Rex', { mode: 'full-text', includeIrrelevant: true })).map((result) => result.fact.id);
     expect(bobFound).toEqual([bobs.id]);
   });
 
@@ -161,11 +161,11 @@ describe('full-text ranking and neighbours', () => {
     );
     const sizes = new ScopeSizeCache();
     const query = 'glacier falcon note 7';
-    const counted = await searchFacts(f.database, embedder, ada, query, { mode: 'full-text', limit: 20 });
-    const first = await searchFacts(f.database, embedder, ada, query, { mode: 'full-text', limit: 20, scopeSizes: sizes });
+    const counted = await searchFacts(f.database, embedder, ada, query, { mode: 'full-text', limit: 20, includeIrrelevant: true });
+    const first = await searchFacts(f.database, embedder, ada, query, { mode: 'full-text', limit: 20, scopeSizes: sizes, includeIrrelevant: true });
     // The first search counted the scope and kept what it found.
     expect(sizes.get(ScopeSizeCache.factsKey(ada), keptFactCountFrom)).toBe(texts.length);
-    const kept = await searchFacts(f.database, embedder, ada, query, { mode: 'full-text', limit: 20, scopeSizes: sizes });
+    const kept = await searchFacts(f.database, embedder, ada, query, { mode: 'full-text', limit: 20, scopeSizes: sizes, includeIrrelevant: true });
     const ranking = (results: typeof counted) => results.map((result) => [result.fact.id, result.scores.fullText]);
     expect(counted).toHaveLength(20);
     expect(ranking(first)).toEqual(ranking(counted));
@@ -174,7 +174,7 @@ describe('full-text ranking and neighbours', () => {
     // Bob's scope under another agent is small: counted each time, nothing kept.
     const small = f.dm('coder', 'bob');
     await f.memory.remember(small, { content: 'Bob keeps a glacier photo on his desk', provenance: saidBy(f.people.bob) });
-    expect(await searchFacts(f.database, embedder, small, query, { mode: 'full-text', scopeSizes: sizes })).toHaveLength(1);
+    expect(await searchFacts(f.database, embedder, small, query, { mode: 'full-text', scopeSizes: sizes, includeIrrelevant: true })).toHaveLength(1);
     expect(sizes.get(ScopeSizeCache.factsKey(small), 0)).toBeUndefined();
   });
 });

@@ -7,6 +7,7 @@ import { factColumns, toFact, type FactRow } from './rows.js';
 import { validateText } from './text.js';
 import { readableTrust, type Fact, type SearchResult, type Trust } from './types.js';
 import { isBelievedNow } from './versions.js';
+import { clears, queryWeights, relevanceFloor, type RelevanceFloor } from './relevance.js';
 
 export interface SearchOptions {
   /** How many results at most (default 10). */
@@ -41,6 +42,14 @@ export interface SearchOptions {
    * recorded just before and after it (default 0.5; 0 turns it off).
    */
   neighbours?: number;
+  /**
+   * Return results below the relevance floor too, marked `relevant: false`
+   * (default false: search returns only what clears the floor). For
+   * measurement; nothing that answers a person reads below the floor.
+   */
+  includeIrrelevant?: boolean;
+  /** Replace the floor of the embedder's model (`relevanceFloor`, relevance.ts); for measurement. */
+  floor?: Partial<RelevanceFloor>;
 }
 
 /**
@@ -150,6 +159,8 @@ interface ArmHit {
   id: string;
   rank: number;
   value: number;
+  /** Full text: the fact's own BM25 score, without what it borrowed from a neighbour. */
+  own: number;
 }
 
 /**
@@ -188,7 +199,11 @@ export async function searchFacts(database: Database, embedder: Embedder, scope:
     const ids = [...new Set([...fullText, ...vector].map((hit) => hit.id))];
     if (ids.length === 0) return [];
 
-    const facts = await tx.query<FactRow>(`select ${factColumns} from facts f where f.id = any($1)`, [ids]);
+    const facts = await tx.query<FactRow & { lexemes: string[] }>(
+      `select ${factColumns}, tsvector_to_array(f.search_vector) as lexemes from facts f where f.id = any($1)`,
+      [ids],
+    );
+    const weights = await queryWeights(tx, text, options.scopeSizes);
     const vectors = new Map<string, number[]>();
     if (embedder.dimensions > 0) {
       // Read as text and parsed by pgvector: the pools register no type parsers, so this works the same on PGlite.
@@ -200,14 +215,21 @@ export async function searchFacts(database: Database, embedder: Embedder, scope:
     }
     const fullTextById = new Map(fullText.map((hit) => [hit.id, hit]));
     const vectorById = new Map(vector.map((hit) => [hit.id, hit]));
-    const readable = facts.rows.map(toFact).filter((fact) => readableTrust.includes(fact.trust) && isBelievedNow(fact, now));
-    const scored = readable.map((fact) => {
+    const floor: RelevanceFloor = { ...relevanceFloor(embedder.model), ...options.floor };
+    const readable = facts.rows.filter((row) => {
+      const fact = toFact(row);
+      return readableTrust.includes(fact.trust) && isBelievedNow(fact, now);
+    });
+    const scored = readable.map((row) => {
+      const fact = toFact(row);
       const ft = fullTextById.get(fact.id);
       const vec = vectorById.get(fact.id);
       const fused = (ft === undefined ? 0 : fullTextWeight / (rrfK + ft.rank)) + (vec === undefined ? 0 : vectorWeight / (rrfK + vec.rank));
       const trustWeight = trustWeights[fact.trust] ?? 0;
       const ageDays = Math.max(0, (now.getTime() - fact.recordedAt.getTime()) / 86_400_000);
       const recencyWeight = 1 + recencyBoost * Math.exp(-ageDays / recencyDays);
+      const coverage = weights.coverage(row.lexemes);
+      const similarity = vec === undefined ? null : 1 - vec.value;
       return {
         fact,
         fullText: ft === undefined ? null : { rank: ft.rank, score: ft.value },
@@ -216,9 +238,26 @@ export async function searchFacts(database: Database, embedder: Embedder, scope:
         trustWeight,
         recencyWeight,
         relevance: fused * trustWeight * recencyWeight,
+        coverage,
+        similarity,
+        relevant: false,
       };
     });
-    return diversify(scored, vectors, { limit, lambda, tokenBudget });
+    // Nothing is relevant to a query about something never said; else each result that holds enough of it is.
+    const asked = scored.some((item) => clears(floor, floor.minCoverage, item.coverage, item.similarity));
+    for (const item of scored) item.relevant = asked && clears(floor, floor.minShare, item.coverage, item.similarity);
+    // A fact recorded next to a relevant full-text match borrowed its score from it (see `neighbours`):
+    // it is relevant as its match is. What it borrowed is the share of one match's own score.
+    const share = clampShare(options.neighbours ?? neighbourWeight);
+    const lenders = scored.filter((item) => item.relevant && (fullTextById.get(item.fact.id)?.own ?? 0) > 0).map((item) => share * fullTextById.get(item.fact.id)!.own);
+    for (const item of floor.neighbours ? scored : []) {
+      const hit = fullTextById.get(item.fact.id);
+      if (item.relevant || hit === undefined) continue;
+      const borrowed = hit.value - hit.own;
+      if (borrowed > 0 && lenders.some((lent) => Math.abs(lent - borrowed) <= 1e-3 * Math.max(1, lent))) item.relevant = true;
+    }
+    const kept = options.includeIrrelevant === true ? scored : scored.filter((item) => item.relevant);
+    return diversify(kept, vectors, { limit, lambda, tokenBudget });
   });
 }
 
@@ -237,13 +276,13 @@ async function fullTextArm(tx: ScopedTransaction, text: string, candidates: numb
   // One function applies the scope rule itself, so that the GIN index can serve the match (see
   // migration 0005); it ranks by BM25 and lends a share of each strong match to its neighbours (0019);
   // it counts the scope's facts unless told how many there are, and says what it used (0024).
-  const { rows } = await tx.query<{ id: string; score: number; scope_facts: string }>(
-    'select id, score, scope_facts from roster_search_ranked($1, $2, $3, $4)',
+  const { rows } = await tx.query<{ id: string; score: number; own: number; scope_facts: string }>(
+    'select id, score, own, scope_facts from roster_search_ranked($1, $2, $3, $4)',
     [text, candidates, neighbours, known ?? null],
   );
   const counted = rows[0] === undefined ? undefined : Number(rows[0].scope_facts);
   if (known === undefined && counted !== undefined && counted >= keptFactCountFrom) sizes?.set(key, counted, false);
-  return rows.map((row, index) => ({ id: row.id, rank: index + 1, value: Number(row.score) }));
+  return rows.map((row, index) => ({ id: row.id, rank: index + 1, value: Number(row.score), own: Number(row.own) }));
 }
 
 async function vectorArm(
@@ -301,7 +340,7 @@ async function vectorArm(
   if (!exact) await tx.query(`select set_config('enable_sort', 'on', true)`);
   // relaxed_order may return neighbours slightly out of order.
   const sorted = rows.map((row) => ({ id: row.id, distance: Number(row.distance) })).sort((a, b) => a.distance - b.distance);
-  return sorted.map((row, index) => ({ id: row.id, rank: index + 1, value: row.distance }));
+  return sorted.map((row, index) => ({ id: row.id, rank: index + 1, value: row.distance, own: 0 }));
 }
 
 interface Scored {
@@ -312,6 +351,9 @@ interface Scored {
   trustWeight: number;
   recencyWeight: number;
   relevance: number;
+  coverage: number;
+  similarity: number | null;
+  relevant: boolean;
 }
 
 /** Maximal marginal relevance over the stored vectors, then the token budget. */
@@ -349,7 +391,10 @@ function diversify(scored: Scored[], vectors: Map<string, number[]>, options: { 
         recencyWeight: item.recencyWeight,
         relevance: item.relevance,
         diversity: bestScore,
+        coverage: item.coverage,
+        similarity: item.similarity,
       },
+      relevant: item.relevant,
     });
   }
   return chosen;

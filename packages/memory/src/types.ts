@@ -76,6 +76,10 @@ export interface SearchScores {
   relevance: number;
   /** The maximal-marginal-relevance score the result was picked with. */
   diversity: number;
+  /** The share of the query's weight (its words, each by its idf in the scope) that the fact holds, 0 to 1. */
+  coverage: number;
+  /** Cosine similarity of the query's and the fact's vectors, when the vector arm found it. */
+  similarity: number | null;
 }
 
 export interface SearchResult {
@@ -83,6 +87,11 @@ export interface SearchResult {
   scores: SearchScores;
   /** An estimate of the tokens the fact takes in a prompt. */
   tokens: number;
+  /**
+   * Whether it clears the relevance floor (search.ts, `relevanceFloor`).
+   * Search returns only relevant results unless asked for all.
+   */
+  relevant: boolean;
 }
 
 /**
