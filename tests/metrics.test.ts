@@ -153,8 +153,8 @@ describe('GET /metrics', () => {
     await telegram.command(pia, 'dm', `link ${await roster('person', 'link-code', 'Pia')}`);
     await until(() => telegram.sent().some((sent) => sent.text === 'Linked: you are Pia here now.'), 'the link to be answered', 30_000);
     await telegram.deliver({ chat: 'dm', from: pia, text: 'remember that my violin is amber quokka' });
-    await until(() => telegram.sent().some((sent) => sent.text === 'Noted: my violin is amber quokka'), 'the Telegram turn to be answered', 30_000);
-    expect(await roster('chat', '--agent', 'Scout', '--as', 'Ada', 'remember that my lamp is teal')).toBe('Noted: my lamp is teal');
+    await until(() => telegram.sent().some((sent) => sent.text === 'Noted: your violin is amber quokka'), 'the Telegram turn to be answered', 30_000);
+    expect(await roster('chat', '--agent', 'Scout', '--as', 'Ada', 'remember that my lamp is teal')).toBe('Noted: your lamp is teal');
     // And one on the page whose engine fails: the person is told, and it is an engine failure, not an answer.
     await roster('agent', 'add', '--name', 'Broken', '--job', 'fails', '--engine', refusing.engine);
     expect(await chat('Broken', 'remember that my oboe is lilac')).toContain('Broken could not answer');

@@ -65,8 +65,8 @@ describe('a managed Postgres, as a plain role', () => {
     const say = (agent: string, text: string) =>
       roster.core.handle({ channel: 'cli', conversation: { externalId: `dm-${ada.id}`, kind: 'dm' }, sender: { personId: ada.id }, text }, { agent });
 
-    expect((await say('Scout', 'remember that my bike is blue')).replies[0]?.text).toBe('Noted: my bike is blue');
-    expect((await say('Scout', 'what do you know about bike')).replies[0]?.text).toBe('- my bike is blue');
+    expect((await say('Scout', 'remember that my bike is blue')).replies[0]?.text).toBe('Noted: your bike is blue');
+    expect((await say('Scout', 'what do you know about bike')).replies[0]?.text).toBe('- your bike is blue');
     // The negative control: the other agent knows nothing of it.
     expect((await say('Coder', 'what do you know about bike')).replies[0]?.text).toBe("I don't know anything about bike yet.");
     expect((await say('Scout', 'forget that my bike is blue')).replies[0]?.text).toBe('Forgotten.');

@@ -85,9 +85,9 @@ describe('Roster behind PgBouncer in transaction pooling mode', () => {
     await fake.command(ada, 'dm', `link ${code}`);
     expect(await repliesIn(fake, chat, 1)).toEqual(['Linked: you are Ada here now.']);
     await fake.deliver({ chat: 'dm', from: ada, text: 'remember that my locker is number 12' });
-    expect((await repliesIn(fake, chat, 2))[1]).toBe('Noted: my locker is number 12');
+    expect((await repliesIn(fake, chat, 2))[1]).toBe('Noted: your locker is number 12');
     await fake.deliver({ chat: 'dm', from: ada, text: 'remember that my bike is green' });
-    expect((await repliesIn(fake, chat, 3))[2]).toBe('Noted: my bike is green');
+    expect((await repliesIn(fake, chat, 3))[2]).toBe('Noted: your bike is green');
     await fake.deliver({ chat: 'dm', from: ada, text: 'forget that my locker is number 12' });
     expect((await repliesIn(fake, chat, 4))[3]).toBe('Forgotten.');
 
@@ -121,7 +121,7 @@ describe('Roster behind PgBouncer in transaction pooling mode', () => {
     expect(await first.stop()).toBe(0);
     await until(() => /took over the bot account/.test(second.output().stderr), 'the second gateway to take the bot over', 60_000);
     await fake.deliver({ chat: 'dm', from: ada, text: 'what do you know about my bike?' });
-    expect((await repliesIn(fake, chat, 5))[4]).toContain('my bike is green');
+    expect((await repliesIn(fake, chat, 5))[4]).toContain('your bike is green');
     await fake.deliver({ chat: 'dm', from: ada, text: 'what do you know about my locker?' });
     expect((await repliesIn(fake, chat, 6))[5]).not.toContain('number 12');
     const kept = await database.adminScope('test: what is kept', async (tx) => ({

@@ -154,7 +154,7 @@ export async function oneUpdateToTwoServers(open: () => Promise<TestInstallation
     .sent()
     .filter((message) => message.chatId === fake.dmChatId(ada))
     .map((message) => message.text);
-  expect(replies.slice(1, 3)).toEqual(['Noted: my locker is number 31', expect.stringContaining('my locker is number 31')]);
+  expect(replies.slice(1, 3)).toEqual(['Noted: your locker is number 31', expect.stringContaining('your locker is number 31')]);
   expect(replies).toHaveLength(3);
 
   for (const roster of servers) expect(await roster.stop()).toBe(0);
@@ -162,7 +162,7 @@ export async function oneUpdateToTwoServers(open: () => Promise<TestInstallation
   onTestFinished(() => database.close());
   const kept = await database.adminScope('test: read what was kept', async (tx) => ({
     messages: (await tx.query(`select 1 from messages where content = 'remember that my locker is number 31'`)).rows.length,
-    replies: (await tx.query(`select 1 from messages where content = 'Noted: my locker is number 31'`)).rows.length,
+    replies: (await tx.query(`select 1 from messages where content = 'Noted: your locker is number 31'`)).rows.length,
     facts: (await tx.query(`select 1 from facts where content = 'my locker is number 31'`)).rows.length,
   }));
   expect(kept).toEqual({ messages: 1, replies: 1, facts: 1 });
