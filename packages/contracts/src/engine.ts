@@ -98,6 +98,16 @@ export interface Engine {
    */
   readonly accepts: readonly FileKind[];
   /**
+   * Whether its memory block also carries the best results below the
+   * relevance floor. A language model sets aside what does not bear on the
+   * message, and the floor keeps too little for it: on LoCoMo, R@10 over
+   * the results above it is 0.467 against 0.651 for the ranked results
+   * (docs/benchmarks.md, never-said). An engine that says what it finds (the
+   * offline one) reads above the floor only. "Memories used" lists what the
+   * engine was given, either way.
+   */
+  readonly readsBelowFloor?: boolean;
+  /**
    * Answer one turn. Rejects with a `RosterError` carrying `retryable`:
    * `engine_failed`, `engine_timeout` or `engine_aborted`, so that a worker
    * knows whether to try again.

@@ -85,7 +85,7 @@ export function createAgentRunner(options: AgentRunnerOptions): RunAgent {
     let facts: SearchResult[] = [];
     if (scope !== null && query !== '') {
       try {
-        facts = await memory.search(scope, query, { limit: 8, tokenBudget: memoryTokens });
+        facts = await memory.search(scope, query, { limit: 8, tokenBudget: memoryTokens, includeIrrelevant: engine.readsBelowFloor === true });
       } catch (error) {
         log?.warn({ err: error, agent: agent.name }, 'memory search failed; answering without it');
       }
@@ -93,7 +93,7 @@ export function createAgentRunner(options: AgentRunnerOptions): RunAgent {
     const history = context.depth === 0 && scope !== null ? historyMessages(await conversations.history(scope, context.messageId), agent.id, historyTokens) : [];
     // A colleague answers from what it knows and changes nothing: read-only tools.
     const tools = scope === null ? [] : memoryTools(host).filter((tool) => (context.depth === 0 ? withColleagues || tool.name !== 'ask_agent' : readOnlyTools.has(tool.name)));
-    const result = await runInTurn(context, () =>
+    const result = await runInTurn(engine.readsBelowFloor === true ? { ...context, readsBelowFloor: true } : context, () =>
       engine.run({
         system: systemPrefix(agent, lessons, tools.length > 0),
         memory: memoryBlock({ person: context.person, channel: context.channel, kind, facts }),

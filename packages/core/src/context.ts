@@ -29,6 +29,8 @@ export interface TurnContext {
    * not kept, since it may be stored after the forget erased the transcript.
    */
   forgotten: string[];
+  /** The engine answering reads search results below the relevance floor too (`Engine.readsBelowFloor`). */
+  readsBelowFloor?: boolean;
 }
 
 const storage = new AsyncLocalStorage<TurnContext>();

@@ -139,7 +139,7 @@ export function createAiSdkEngine(options: AiSdkEngineOptions): Engine {
     return usage === undefined ? { text, toolCalls } : { text, toolCalls, usage };
   }
 
-  return { id, local, accepts, run };
+  return { id, local, accepts, readsBelowFloor: true, run };
 }
 
 /**
