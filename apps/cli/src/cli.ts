@@ -1,3 +1,4 @@
+import { channelPlugins } from '@roster/channel-registry';
 import { ConfigError, RosterError, UsageError } from '@roster/errors';
 import { describeFailure, stackOf, wantsStacks } from './failure.js';
 import { commandHelp, groupHelp, overview, type Command } from './help.js';
@@ -5,6 +6,21 @@ import { exitCode, type CommandIo } from './io.js';
 import { version } from './version.js';
 
 // Each command's module is imported when it runs: `--help` and the light commands skip the heavy ones (channels, engines, queues).
+
+/** The registered channels, as a usage line writes the choice. */
+const channelNames = channelPlugins.map((plugin) => plugin.name).join('|');
+
+/** Each registered channel's own options of `roster channel add`, from its plugin. */
+function channelOptions(): string[] {
+  return channelPlugins.map((plugin) => {
+    const options = [
+      ...Object.values(plugin.credentials).map((field) => `--${field.option} …  ${field.label} (or ${field.variable})`),
+      ...(plugin.boundRooms === undefined ? [] : [`--${plugin.boundRooms.option} ID  ${plugin.boundRooms.label} where every message is for the bot, without a mention; a comma list or repeated; none clears them${plugin.boundRooms.variable === undefined ? '' : ` (or ${plugin.boundRooms.variable})`}`]),
+      ...(plugin.link === undefined ? [] : [`links first (${plugin.link.instructions.replace(/[.:]\s*$/, '')}); --${plugin.link.skipOption} only binds`]),
+    ];
+    return `${plugin.name}: ${options.length === 0 ? 'nothing to store' : options.join('; ')}`;
+  });
+}
 
 const commands: Command[] = [
   {
@@ -132,19 +148,17 @@ const commands: Command[] = [
   },
   {
     path: ['channel', 'add'],
-    usage: 'roster channel add telegram|discord [--token T] | slack [--bot-token T] [--signing-secret S | --app-token A] | whatsapp [--bind-only] [--channel ID[,ID]] [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE]…',
-    summary: 'Store a channel’s token (or link WhatsApp by QR code) and bind it to an agent (or the whole wallet) with who may talk to it.',
+    usage: `roster channel add ${channelNames} [its options] [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE]… [--account A]`,
+    summary: 'Store a channel’s token (or link a device, where its platform needs one) and bind it to an agent (or the whole wallet) with who may talk to it.',
     details: [
-      '--token T      Telegram’s or Discord’s bot token; - reads it from standard input (kept out of shell history)',
-      '--bot-token T, --signing-secret S, --app-token A   Slack’s (events over HTTP need the signing secret; Socket Mode the app token)',
+      ...channelOptions(),
+      'A value of - is read from standard input (kept out of shell history).',
       'Tokens are stored sealed with the installation key and never shown again; an environment variable, when set, wins.',
-      '--channel ID   discord: a server channel (its id; Developer Mode → Copy Channel ID) where every message is for the bot, without a mention; a comma list or repeated; replaces the earlier ones, none clears them; DISCORD_CHANNELS, when set, wins',
       '--agent NAME   the agent it talks to (default: the whole wallet; people pick with /agent)',
       '--policy P     pairing (default: linked people only), allowlist (and --allow handles), open (strangers as guests)',
       '--allow HANDLE a platform handle let in under allowlist; repeat for more',
       '--account A    a second bot on the same channel (default: default)',
       'roster doctor checks each token against its platform.',
-      'whatsapp: prints a QR code to scan with the phone (WhatsApp → Linked devices) and waits until linked; --bind-only skips that.',
     ],
     run: async (args, io) => (await import('./commands/channels.js')).runChannelAdd(args, io),
   },
@@ -157,7 +171,7 @@ const commands: Command[] = [
   },
   {
     path: ['channel', 'remove'],
-    usage: 'roster channel remove telegram|slack|discord|whatsapp [--account A]',
+    usage: `roster channel remove ${channelNames} [--account A]`,
     summary: 'Remove a channel’s binding and its stored token: a running gateway stops serving it (a token in the environment stays in force).',
     details: [],
     run: async (args, io) => (await import('./commands/channels.js')).runChannelRemove(args, io),
