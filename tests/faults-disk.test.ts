@@ -47,3 +47,30 @@ describe('roster doctor --deep', () => {
     expect((await runRoster(['doctor', '--deep'], env)).code).toBe(1);
   });
 });
+
+describe('a damaged page under a chat', () => {
+  it('tells the person one plain sentence, and keeps the detail (the relation and block) for the operator’s log', async () => {
+    const dir = tempDataDir();
+    folders.push(dir);
+    const env = { ROSTER_DATA_DIR: dir };
+    expect((await runRoster(['agent', 'add', '--name', 'Scout', '--job', 'finds and checks sources'], env)).code).toBe(0);
+    expect((await runRoster(['chat', '--agent', 'Scout', 'remember that the archive opens at nine'], env)).stdout).toContain('Noted: the archive opens at nine');
+    // The positive control: read back while every page reads.
+    expect((await runRoster(['chat', '--agent', 'Scout', 'when does the archive open?'], env)).stdout).toContain('The archive opens at nine');
+
+    const database = await openEmbeddedDatabase(path.join(dir, 'pglite'));
+    const file = await database.ownerSession('test: where facts lives', async (session) => (await session.query<{ file: string }>(`select pg_relation_filepath('facts') as file`)).rows[0]!.file);
+    await database.close();
+    await released(dir);
+    const handle = fs.openSync(path.join(dir, 'pglite', file), 'r+');
+    fs.writeSync(handle, Buffer.alloc(24, 0xff), 0, 24, 0);
+    fs.closeSync(handle);
+
+    const asked = await runRoster(['chat', '--agent', 'Scout', 'when does the archive open?'], { ...env, LOG_LEVEL: 'error' });
+    const said = `${asked.stdout}\n${asked.stderr.split('\n').filter((line) => !line.startsWith('{')).join('\n')}`;
+    expect(said).toMatch(/failed inside Roster/);
+    expect(said).not.toMatch(/invalid page|base\/\d+|block \d/);
+    // The operator's log (JSON lines on standard error) has what Postgres said.
+    expect(asked.stderr.split('\n').filter((line) => line.startsWith('{')).join('\n')).toMatch(/invalid page in block 0/);
+  });
+});

@@ -275,7 +275,8 @@ class OfflineTurn {
       output = await tool.execute(input, signal === undefined ? {} : { signal });
     } catch (error) {
       if (RosterError.isInstance(error)) throw error;
-      throw new RosterError('engine_failed', `offline: the ${name} tool failed: ${error instanceof Error ? error.message : String(error)}`, {
+      // People read one plain sentence; what failed inside (a damaged page's file path, say) stays in the cause, for the operator's log.
+      throw new RosterError('engine_failed', `offline: the ${name} tool failed inside Roster and nothing was answered; the operator's log has the detail.`, {
         cause: error,
       });
     }
