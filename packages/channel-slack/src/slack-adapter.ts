@@ -40,6 +40,9 @@ export const slackTextLimit = 40_000;
 export const slackBlockLimit = 3000;
 import { slackEventsPath } from './plugin.js';
 
+/** How far a request's timestamp may be from now, either way, as Slack asks receivers to check. */
+const requestMaxSkewSeconds = 5 * 60;
+
 export { slackEventsPath };
 
 /** Errors that mean the person (or the conversation) cannot be reached. */
@@ -462,6 +465,9 @@ function refuseBodiesNotObjects(listener: RequestListener): RequestListener {
           // Bolt answers a body it cannot parse itself.
         }
         if (typeof body !== 'object' || body === null) return HTTPModuleFunctions.buildNoBodyResponse(response, 400);
+        // Bolt refuses a request dated more than five minutes ago; one dated as far ahead is as much a replay.
+        const dated = Number(request.headers['x-slack-request-timestamp']);
+        if (Number.isFinite(dated) && dated > Date.now() / 1000 + requestMaxSkewSeconds) return HTTPModuleFunctions.buildNoBodyResponse(response, 401);
         return listener(buffered, response);
       },
       (error: unknown) => HTTPModuleFunctions.buildNoBodyResponse(response, (error as { statusCode?: unknown }).statusCode === 413 ? 413 : 400),

@@ -86,6 +86,8 @@ describe('Slack events over HTTP, through the core', () => {
     expect(forged.status).toBe(401);
     const stale = await slack.send({ body: slack.eventBody(event), contentType: 'application/json', timestamp: Math.floor(Date.now() / 1000) - 6 * 60 });
     expect(stale.status).toBe(401);
+    const ahead = await slack.send({ body: slack.eventBody(event), contentType: 'application/json', timestamp: Math.floor(Date.now() / 1000) + 6 * 60 });
+    expect(ahead.status).toBe(401);
     const unsigned = await fetch(slack.adapter.eventsUrl!, { method: 'POST', headers: { 'content-type': 'application/json' }, body: slack.eventBody(event) });
     expect(unsigned.status).toBe(401);
     await served.settled();

@@ -241,8 +241,8 @@ describe('WhatsApp messages', () => {
     expect(presence[0]).toBe('composing');
     expect(presence.at(-1)).toBe('paused');
     expect(fake.sent().filter((message) => message.chatId === fake.dmChatId(user)).map((message) => message.text)).toEqual([
-      'Noted: my desk is on floor 3',
-      expect.stringContaining('my desk is on floor 3'),
+      'Noted: your desk is on floor 3',
+      expect.stringContaining('your desk is on floor 3'),
     ]);
 
     // In a group, what is said to others is not marked read when the bot answers the message addressed to it.

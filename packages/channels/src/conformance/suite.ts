@@ -161,11 +161,11 @@ export function describeChannelConformance(name: string, harness: ChannelHarness
       await serve();
       const { user } = await linked();
       const noted = await say(user, 'remember that my desk is on floor 3');
-      expect(noted.map((message) => message.text)).toEqual(['Noted: my desk is on floor 3']);
+      expect(noted.map((message) => message.text)).toEqual(['Noted: your desk is on floor 3']);
       expect(noted[0]!.chatId).toBe(platform.dmChatId(user));
       // A new message, a new turn: the memory answers it.
       const recalled = await say(user, 'what do you know about my desk?');
-      expect(recalled.map((message) => message.text).join('\n')).toContain('my desk is on floor 3');
+      expect(recalled.map((message) => message.text).join('\n')).toContain('your desk is on floor 3');
 
       const before = platform.sent().length;
       await platform.deliver({ chat: 'group', from: user, text: 'remember that lunch is at noon' });
@@ -205,7 +205,7 @@ export function describeChannelConformance(name: string, harness: ChannelHarness
       await served!.settled();
       await platform.redeliver(delivered);
       await served!.settled();
-      expect(sentTo(platform.dmChatId(user)).map((message) => message.text)).toEqual(['Noted: my locker is number 12']);
+      expect(sentTo(platform.dmChatId(user)).map((message) => message.text)).toEqual(['Noted: your locker is number 12']);
       const stored = await query<{ n: string }>(`select count(*) as n from messages where external_id = $1 and role = 'person' and person_id = $2`, [delivered.messageId, person.id]);
       expect(Number(stored[0]!.n)).toBe(1);
       const facts = await fixture.roster.memory.list({ agentId: fixture.agents.Scout.id, personId: person.id, audience: 'private' });
@@ -225,7 +225,7 @@ export function describeChannelConformance(name: string, harness: ChannelHarness
       const { user } = await linked();
       platform.rateLimitNextSend(1);
       const answered = await say(user, 'remember that my bike is blue');
-      expect(answered.map((message) => message.text)).toEqual(['Noted: my bike is blue']);
+      expect(answered.map((message) => message.text)).toEqual(['Noted: your bike is blue']);
       const attempts = platform.attempts().filter((attempt) => attempt.chatId === platform.dmChatId(user));
       expect(attempts.map((attempt) => attempt.outcome)).toEqual(['rate-limited', 'sent']);
       expect(attempts[1]!.at - attempts[0]!.at).toBeGreaterThanOrEqual(950);
@@ -256,7 +256,7 @@ export function describeChannelConformance(name: string, harness: ChannelHarness
 
       // Writing again clears it.
       platform.unblock(user);
-      expect((await say(user, 'what do you know about my phone?')).map((message) => message.text).join('\n')).toContain('my phone is off on Sundays');
+      expect((await say(user, 'what do you know about my phone?')).map((message) => message.text).join('\n')).toContain('your phone is off on Sundays');
       expect(await reach()).toBe(false);
     });
 
@@ -355,8 +355,8 @@ export function describeChannelConformance(name: string, harness: ChannelHarness
 
         // Positive control: a linked person on the same binding is remembered, and recalled in a new message.
         const { user, person } = await linked();
-        expect((await say(user, 'remember that my plant is a fern')).map((message) => message.text)).toEqual(['Noted: my plant is a fern']);
-        expect((await say(user, 'what do you know about my plant?')).map((message) => message.text)).toEqual(['- my plant is a fern']);
+        expect((await say(user, 'remember that my plant is a fern')).map((message) => message.text)).toEqual(['Noted: your plant is a fern']);
+        expect((await say(user, 'what do you know about my plant?')).map((message) => message.text)).toEqual(['- your plant is a fern']);
         const kept = await fixture.roster.memory.list({ agentId: fixture.agents.Scout.id, personId: person.id, audience: 'private' });
         expect(kept.map((fact) => fact.content)).toEqual(['my plant is a fern']);
         expect(await count('facts')).toBe(facts + 1);
