@@ -131,6 +131,16 @@ const commands: Command[] = [
     run: async (args, io) => (await import('./commands/agents.js')).runPersonLinkCode(args, io),
   },
   {
+    path: ['person', 'export'],
+    usage: 'roster person export NAME [--out FILE]',
+    summary: 'Everything Roster holds about one person, as JSON: facts with every version, messages, identities, learning, sessions.',
+    details: [
+      '--out FILE   write it to FILE, readable by you alone (mode 600); without it, to standard output',
+      'Read in the person’s own scopes: nothing about anyone else is in it. Tokens and their hashes never are.',
+    ],
+    run: async (args, io) => (await import('./commands/person-export.js')).runPersonExport(args, io),
+  },
+  {
     path: ['channel', 'add'],
     usage: 'roster channel add telegram|discord [--token T] | slack [--bot-token T] [--signing-secret S | --app-token A] | whatsapp [--bind-only] [--channel ID[,ID]] [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE]…',
     summary: 'Store a channel’s token (or link WhatsApp by QR code) and bind it to an agent (or the whole wallet) with who may talk to it.',
