@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startFakeOpenAi } from './support/fake-openai.js';
 import { freePort, runRoster, startRoster, tempDataDir } from './support/roster-process.js';
 
 /** A person's own data, taken out through `roster person export` and GET /api/me/export: the built CLI, a running roster start, real HTTP. */
@@ -27,6 +28,7 @@ interface PersonExport {
   messages: Array<{ agent: string | null; role: string; content: string | null }>;
   identities: unknown[];
   learningEvents: Array<{ agent: string; kind: string; text: string }>;
+  lessons: Array<{ agent: string; text: string; evidence: Array<Record<string, unknown>> }>;
   sessions: Array<{ id: string }>;
   apiTokens: Array<{ id: string; name: string }>;
 }
@@ -44,13 +46,13 @@ const bobSays = {
   Coder: ['remember that my boat is called Petrel'],
 };
 /** Words only bob ever said: none may be in ada's export. */
-const bobWords = ['marmalade', 'petrel', 'lighthouse', 'bob'];
+const bobWords = ['marmalade', 'petrel', 'lighthouse', 'nemo', 'bob'];
 
-/** Seven CLI runs and a start, each booting Node and the embedded database. */
+/** About thirty CLI runs and a start, each booting Node and the embedded database. */
 const processes = 300_000;
 
 describe('a person exports their own data', () => {
-  it('holds all of ada’s facts with every version and her words, none of bob’s; mode 600; an unknown person writes nothing; the API gives ada hers, bob’s only to the owner', async () => {
+  it('holds all of ada’s facts with every version, her words and the lesson citing her, none of bob’s; mode 600; an unknown person writes nothing; the API gives ada hers, bob’s only to the owner', async () => {
     const dir = tempDataDir();
     cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
     const port = await freePort();
@@ -121,8 +123,11 @@ describe('a person exports their own data', () => {
     expect(nobody.stderr.trim().split('\n').filter((line) => !line.startsWith('{'))).toEqual(['roster person export: No person named "nobody". roster person add nobody adds one.']);
     expect(fs.readdirSync(path.dirname(file))).toEqual(['ada.json']);
 
-    // Through the API of a running Roster.
-    const started = startRoster(['start'], env);
+    // Through the API of a running Roster, whose judge paraphrases lessons drawn from several people.
+    const paraphrase = 'Quote every price in euros before any other currency.';
+    const judge = await startFakeOpenAi(() => ({ text: JSON.stringify({ lesson: paraphrase }) }));
+    cleanups.push(() => judge.close());
+    const started = startRoster(['start'], { ...env, ROSTER_JUDGE_ENGINE: judge.engine, ROSTER_QUEUE_PREFIX: `test-${path.basename(dir)}` });
     cleanups.push(async () => void (await started.stop()));
     await started.waitForOutput(/running at/);
     const address = `http://127.0.0.1:${port}`;
@@ -133,6 +138,24 @@ describe('a person exports their own data', () => {
       const body = (await response.json()) as { csrfToken: string };
       return { cookie: response.headers.getSetCookie()[0]!.split(';')[0]!, csrfToken: body.csrfToken };
     };
+    // Lessons: one drawn from ada's and bob's words (agent-wide), one from bob's alone; the owner approves both.
+    const queue = { ...env, ROSTER_QUEUE_PREFIX: `test-${path.basename(dir)}` };
+    const say = async (agent: string, person: string, line: string) => expect((await runRoster(['chat', '--agent', agent, '--as', person, line], queue)).code).toBe(0);
+    await say('Scout', 'ada', 'from now on, give me prices in euros first');
+    await say('Scout', 'bob', 'from now on, give me the prices in euros first');
+    await say('Coder', 'bob', 'from now on, call me captain Nemo always');
+    await say('Coder', 'bob', 'from now on, call me captain Nemo always');
+    for (const agent of ['Scout', 'Coder']) {
+      const review = await runRoster(['jobs', 'run', 'review', '--agent', agent, '--wait'], queue);
+      expect(review.code, review.stderr).toBe(0);
+    }
+    const pending = JSON.parse((await runRoster(['approvals', 'list', '--json'], queue)).stdout) as Array<{ id: string; agent: string; text: string }>;
+    expect(pending.map(({ agent, text }) => ({ agent, text })).sort((a, b) => a.agent.localeCompare(b.agent))).toEqual([
+      { agent: 'Coder', text: 'Call me captain Nemo always.' },
+      { agent: 'Scout', text: paraphrase },
+    ]);
+    for (const approval of pending) expect((await runRoster(['approvals', 'approve', approval.id, '--as', 'owner'], queue)).code).toBe(0);
+
     const ada = await signIn('--as', 'ada');
     const owner = await signIn();
     const made = await fetch(`${address}/api/tokens`, {
@@ -161,6 +184,12 @@ describe('a person exports their own data', () => {
       expect(own.text).not.toContain(createHash('sha256').update(secret).digest('hex'));
     }
     for (const word of bobWords) expect(own.text.toLowerCase()).not.toContain(word);
+    // The shared lesson, with her evidence marked hers and bob's only counted; bob's own lesson is not hers.
+    expect(hers.lessons).toEqual([
+      expect.objectContaining({ agent: 'Scout', text: paraphrase, evidence: [expect.objectContaining({ yours: true, kind: 'preference' }), { yours: false, kind: 'preference' }] }),
+    ]);
+    expect(hers.messages.map((message) => message.content)).toContain('from now on, give me prices in euros first');
+    expect(own.text).not.toContain('the prices in euros');
 
     const refused = await get(ada, '?person=bob');
     expect(refused.status).toBe(403);
@@ -172,6 +201,7 @@ describe('a person exports their own data', () => {
     expect(his.person.name).toBe('bob');
     expect(his.facts.flatMap((fact) => fact.versions.map((version) => version.content)).sort()).toEqual(bobsFacts.map((fact) => fact.content).sort());
     expect(bobs.text).not.toContain('my bike is');
+    expect(his.lessons.map((lesson) => lesson.text).sort()).toEqual(['Call me captain Nemo always.', paraphrase]);
     expect((await get(owner, '?person=nobody')).status).toBe(404);
   }, processes);
 });
