@@ -10,6 +10,8 @@ export interface ExportedFactVersion {
   id: string;
   content: string | null;
   forgotten: boolean;
+  /** `private`: for them alone; `agent`: something they told the agent for everyone it talks to. */
+  audience: Fact['audience'];
   category: string;
   trust: Fact['trust'];
   validFrom: string;
@@ -239,6 +241,7 @@ function showVersion(fact: Fact): ExportedFactVersion {
     id: fact.id,
     content: fact.content,
     forgotten: fact.trust === 'forgotten',
+    audience: fact.audience,
     category: fact.category,
     trust: fact.trust,
     validFrom: iso(fact.validFrom),

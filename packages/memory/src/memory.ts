@@ -120,10 +120,11 @@ export interface Memory {
   embedFacts(options?: EmbedFactsOptions): Promise<EmbedFactsReport>;
   export(scope: Scope, format: ExportFormat): Promise<string>;
   /**
-   * Every version of every fact held about the scope's own person (a private
+   * Every version of every fact kept for the scope's own person (a private
    * scope): current, restated, retracted, rejected, faded and forgotten ones
-   * (a forgotten one without its words), oldest first. Agent-wide facts are
-   * not about a person and are left out. For a person's own export.
+   * (a forgotten one without its words), oldest first. That includes what
+   * they told the agent for everyone (audience `agent`), never what someone
+   * else did. For a person's own export.
    */
   personVersions(scope: Scope): Promise<Fact[]>;
 }
@@ -512,7 +513,7 @@ export function createMemory(options: MemoryOptions): Memory {
     async personVersions(scope) {
       if (scope.audience !== 'private' || scope.personId === null) throw new RosterError('scope_invalid', "A person's facts are read in their private scope.");
       return database.withScope(scope, async (tx) => {
-        // Row-level security already limits the rows to this agent and person (and agent-wide); the filter leaves out the agent-wide.
+        // Row-level security limits the rows to this agent, this person's and the agent-wide ones; the filter keeps the person's own.
         const { rows } = await tx.query<FactRow>(`select ${factColumns} from facts f where f.person_id = $1 order by f.recorded_at, f.id`, [tx.scope.personId]);
         return rows.map(toFact);
       });

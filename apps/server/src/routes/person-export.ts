@@ -9,6 +9,7 @@ const factVersionSchema = z.object({
   id: z.uuid(),
   content: z.string().nullable().describe('null once forgotten'),
   forgotten: z.boolean(),
+  audience: z.enum(['private', 'agent']).describe('private: for the person alone; agent: something they told the agent for everyone it talks to.'),
   category: z.string(),
   trust,
   validFrom: time,
