@@ -121,6 +121,8 @@ describe('a person exports their own data', () => {
     const nobody = await runRoster(['person', 'export', 'nobody', '--out', nobodyFile], env);
     expect(nobody.code).toBe(1);
     expect(nobody.stderr.trim().split('\n').filter((line) => !line.startsWith('{'))).toEqual(['roster person export: No person named "nobody". roster person add nobody adds one.']);
+    // No name: a usage error (exit 2), no file.
+    expect((await runRoster(['person', 'export', '--out', nobodyFile], env)).code).toBe(2);
     expect(fs.readdirSync(path.dirname(file))).toEqual(['ada.json']);
 
     // Through the API of a running Roster, whose judge paraphrases lessons drawn from several people.
