@@ -195,6 +195,9 @@ describe('a person exports their own data', () => {
 
     const refused = await get(ada, '?person=bob');
     expect(refused.status).toBe(403);
+    // Whether the named person exists or not: a member cannot probe names.
+    expect((await get(ada, '?person=nobody')).status).toBe(403);
+    expect(JSON.parse((await get(ada, '?person=ADA')).text)).toMatchObject({ person: { name: 'ada' } });
     expect(refused.text.toLowerCase()).not.toContain('marmalade');
 
     const bobs = await get(owner, '?person=bob');

@@ -91,9 +91,13 @@ export function personExportRoutes({ routes, runtime }: RouteContext): void {
     response: { status: 200, schema: personExportSchema },
     errors: [403, 404],
     async handle({ query, viewer, reply }) {
-      const self = query.person === undefined || query.person.toLowerCase() === viewer.person.name.toLowerCase();
-      if (!self && viewer.person.role !== 'owner') throw new ApiError(403, 'owner_required', `${viewer.person.name} is a ${viewer.person.role}: only an owner may export another person's data.`);
-      const person = self ? viewer.person : await directory.personByName(query.person!);
+      const owner = viewer.person.role === 'owner';
+      // A member naming anyone but themselves is refused alike whether that person exists or not, so names are not probed.
+      const named = query.person === undefined ? viewer.person : await directory.personByName(query.person).catch((error: unknown) => (owner ? Promise.reject(error) : null));
+      if (named === null || (named.id !== viewer.person.id && !owner)) {
+        throw new ApiError(403, 'owner_required', `${viewer.person.name} is a ${viewer.person.role}: only an owner may export another person's data.`);
+      }
+      const person = named;
       void reply.header('cache-control', 'no-store');
       void reply.header('content-disposition', `attachment; filename="roster-export-${encodeURIComponent(person.name)}.json"`);
       return runtime.core.exportPerson(person);
