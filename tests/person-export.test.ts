@@ -121,6 +121,11 @@ describe('a person exports their own data', () => {
     const nobody = await runRoster(['person', 'export', 'nobody', '--out', nobodyFile], env);
     expect(nobody.code).toBe(1);
     expect(nobody.stderr.trim().split('\n').filter((line) => !line.startsWith('{'))).toEqual(['roster person export: No person named "nobody". roster person add nobody adds one.']);
+    // A folder that does not exist: one line, exit 1, nothing made.
+    const lost = await runRoster(['person', 'export', 'ada', '--out', path.join(dir, 'missing', 'ada.json')], env);
+    expect(lost.code).toBe(1);
+    expect(lost.stderr.trim().split('\n').filter((line) => !line.startsWith('{'))).toEqual([`roster person export: The folder ${path.join(dir, 'missing')} does not exist: create it, or give --out a file in another folder.`]);
+    expect(fs.existsSync(path.join(dir, 'missing'))).toBe(false);
     // No name: a usage error (exit 2), no file.
     expect((await runRoster(['person', 'export', '--out', nobodyFile], env)).code).toBe(2);
     expect(fs.readdirSync(path.dirname(file))).toEqual(['ada.json']);
