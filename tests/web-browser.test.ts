@@ -429,6 +429,15 @@ describe('the web page in a browser', () => {
     // Their own words, in the message the fact came from.
     expect(await page.locator('li.fact', { hasText: 'my bike is the red one' }).locator('li.source q').textContent()).toBe('remember that my bike is the red one');
     await shot(page, 'member-memory');
+    // Their own data, from the account page: their words and facts, none of Ada's.
+    await open(page, 'Account', 'Account');
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Download my data' }).click()]);
+    expect(download.suggestedFilename()).toBe('roster-export-Bob.json');
+    const exported = JSON.parse(fs.readFileSync((await download.path())!, 'utf8')) as { person: { name: string }; facts: Array<{ agent: string; versions: Array<{ content: string | null }> }>; messages: Array<{ content: string | null }> };
+    expect(exported.person.name).toBe('Bob');
+    expect(exported.facts).toContainEqual(expect.objectContaining({ agent: 'Guide', versions: [expect.objectContaining({ content: 'my bike is the red one' })] }));
+    expect(exported.messages.map((message) => message.content)).toContain('remember that my bike is the red one');
+    expect(JSON.stringify(exported)).not.toContain('spare key');
     // An owner's page is not a member's: the address leads back to the chat.
     await page.goto(`${roster.address}/agents`);
     await expect.poll(() => new URL(page.url()).pathname).toBe('/chat');

@@ -147,6 +147,16 @@ const commands: Command[] = [
     run: async (args, io) => (await import('./commands/agents.js')).runPersonLinkCode(args, io),
   },
   {
+    path: ['person', 'export'],
+    usage: 'roster person export NAME [--out FILE]',
+    summary: 'Everything Roster holds about one person, as JSON: facts with every version, messages, identities, learning, sessions.',
+    details: [
+      '--out FILE   write it to FILE, readable by you alone (mode 600); without it, to standard output',
+      'Read in the person’s own scopes: nothing about anyone else is in it. Tokens and their hashes never are.',
+    ],
+    run: async (args, io) => (await import('./commands/person-export.js')).runPersonExport(args, io),
+  },
+  {
     path: ['channel', 'add'],
     usage: `roster channel add ${channelNames} [its options] [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE]… [--account A]`,
     summary: 'Store a channel’s token (or link a device, where its platform needs one) and bind it to an agent (or the whole wallet) with who may talk to it.',

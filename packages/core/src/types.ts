@@ -4,6 +4,7 @@ import { maxTextLength, type Fact, type Memory, type Provenance, type SearchResu
 import type { Agent, Channel, Directory, Person } from './directory.js';
 import type { Engine, EngineFile, EnginePart, EngineToolCall, InboundMessage } from '@roster/contracts';
 import type { LearningSignal } from './signals.js';
+import type { PersonExport } from './person-export.js';
 
 export type { InboundFile, InboundMessage } from '@roster/contracts';
 export { maxFileBytes, maxFiles } from '@roster/contracts';
@@ -120,6 +121,8 @@ export interface Core {
    * confirm. Its row stays, marked purged, for the audit; its name is free.
    */
   purgeAgent(name: string, confirmation: string): Promise<{ facts: number; erased: Record<string, number> }>;
+  /** Everything Roster holds about one person, read in their own scopes: their facts with every version, messages, identities, learning, lessons citing them, sessions and tokens. */
+  exportPerson(person: Person): Promise<PersonExport>;
   /**
    * A person's own conversation on a channel, as they see it (oldest first,
    * the newest `limit`): what they said, what agents and Roster answered. A

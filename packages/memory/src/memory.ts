@@ -119,6 +119,14 @@ export interface Memory {
   /** Compute the vectors facts lack (the embed job); a fact forgotten meanwhile gets none. */
   embedFacts(options?: EmbedFactsOptions): Promise<EmbedFactsReport>;
   export(scope: Scope, format: ExportFormat): Promise<string>;
+  /**
+   * Every version of every fact kept for the scope's own person (a private
+   * scope): current, restated, retracted, rejected, faded and forgotten ones
+   * (a forgotten one without its words), oldest first. That includes what
+   * they told the agent for everyone (audience `agent`), never what someone
+   * else did. For a person's own export.
+   */
+  personVersions(scope: Scope): Promise<Fact[]>;
 }
 
 const liveTrust: readonly Trust[] = ['candidate', 'active', 'verified', 'disputed'];
@@ -499,6 +507,15 @@ export function createMemory(options: MemoryOptions): Memory {
       return database.withScope(scope, async (tx) => {
         const { rows } = await tx.query<FactRow>(`select ${factColumns} from facts f order by f.recorded_at, f.id`);
         return renderExport(tx.scope, rows.map(toFact), format);
+      });
+    },
+
+    async personVersions(scope) {
+      if (scope.audience !== 'private' || scope.personId === null) throw new RosterError('scope_invalid', "A person's facts are read in their private scope.");
+      return database.withScope(scope, async (tx) => {
+        // Row-level security limits the rows to this agent, this person's and the agent-wide ones; the filter keeps the person's own.
+        const { rows } = await tx.query<FactRow>(`select ${factColumns} from facts f where f.person_id = $1 order by f.recorded_at, f.id`, [tx.scope.personId]);
+        return rows.map(toFact);
       });
     },
   };

@@ -34,7 +34,7 @@ function tokenRow(context: PageContext, token: ApiToken): HTMLElement {
   );
 }
 
-/** The signed-in person's own settings: personal API tokens for scripts. */
+/** The signed-in person's own settings: personal API tokens for scripts, and a copy of everything held about them. */
 export async function accountPage(context: PageContext): Promise<void> {
   const { root, me } = context;
   loading(root, 'your tokens');
@@ -73,5 +73,16 @@ export async function accountPage(context: PageContext): Promise<void> {
       ),
     ),
     h('section', { 'aria-labelledby': 'tokens-new' }, h('h2', { id: 'tokens-new' }, 'New token'), make, shown),
+    h(
+      'section',
+      { 'aria-labelledby': 'your-data' },
+      h('h2', { id: 'your-data' }, 'Your data'),
+      h(
+        'p',
+        { class: 'hint' },
+        'Everything Roster holds about you, as one JSON file: what each agent remembers about you with every version, your messages and the replies to them, your channel handles, what you taught, and your sessions and tokens (never the tokens themselves).',
+      ),
+      h('a', { class: 'button', href: '/api/me/export', download: `roster-export-${me.name}.json` }, 'Download my data'),
+    ),
   );
 }
