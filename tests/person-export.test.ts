@@ -106,8 +106,8 @@ describe('a person exports their own data', () => {
     // Her words and the agents' replies to her, one-to-one and in team mode.
     const said = exported.messages.filter((message) => message.role === 'person').map((message) => message.content);
     expect(said.sort()).toEqual([...adaSays.Scout, ...adaSays.Coder, 'remember that my kite is red'].sort());
-    expect(exported.messages).toContainEqual(expect.objectContaining({ role: 'agent', agent: 'Coder', content: 'Noted: my violin is from Cremona' }));
-    expect(exported.messages).toContainEqual(expect.objectContaining({ role: 'agent', agent: 'Scout', content: 'Noted: my kite is red' }));
+    expect(exported.messages).toContainEqual(expect.objectContaining({ role: 'agent', agent: 'Coder', content: 'Noted: your violin is from Cremona' }));
+    expect(exported.messages).toContainEqual(expect.objectContaining({ role: 'agent', agent: 'Scout', content: 'Noted: your kite is red' }));
     expect(exported.learningEvents).toContainEqual(expect.objectContaining({ agent: 'Scout', kind: 'correction' }));
 
     // The negative control: bob's facts exist (the owner lists them), and not one of his words, ids or his name is in ada's file.
