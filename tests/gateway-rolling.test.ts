@@ -92,15 +92,18 @@ describe('three gateways on one Telegram bot', () => {
     const chatIds = users.map((user) => setup.fake.dmChatId(user));
     const total = 200;
 
-    // The messages go out one after another, each as soon as the one before was taken by a poll;
-    // the restarts run beside them.
+    // Each person writes their next message once the last one was answered, as people do; the restarts run beside them.
     let delivered = 0;
-    const flow = (async () => {
-      for (let n = 1; n <= total; n += 1) {
-        await setup.fake.deliver({ chat: 'dm', from: users[n % users.length]!, text: `remember that locker ${n} holds parcel ${n * 7}` });
-        delivered = n;
-      }
-    })();
+    const flow = Promise.all(
+      users.map(async (user, index) => {
+        for (let n = index + 1; n <= total; n += users.length) {
+          await setup.fake.deliver({ chat: 'dm', from: user, text: `remember that locker ${n} holds parcel ${n * 7}` });
+          delivered += 1;
+          // A message never answered is reported below, with every other one; this person goes on.
+          await until(() => repliesByLocker(setup.fake, [chatIds[index]!]).has(n), `the answer to message ${n}`, 120_000).catch(() => undefined);
+        }
+      }),
+    );
     for (let index = 0; index < gateways.length; index += 1) {
       // Restart each gateway in turn once some messages have gone out since the last restart.
       const mark = delivered;
