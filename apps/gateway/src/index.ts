@@ -362,7 +362,9 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     timer.unref();
   }
   const beat = setInterval(() => void queue(heartbeat), leaseMs / 3);
-  beat.unref();
+  // A standby looks every second, so a gateway stopped cleanly (its leases released) is replaced within about one.
+  const watch = setInterval(() => standingBy.size > 0 && lastStored !== null && void queue(() => apply(lastStored!, false)), Math.min(1000, leaseMs / 3));
+  for (const timer of [beat, watch]) timer.unref();
 
   log.info({ channels: [...running.keys()], standingBy: [...standingBy], webhooks: webhookUrl }, 'gateway ready');
   return {
@@ -386,7 +388,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     answering: () => [...running.values()].some((entry) => entry.served.answering()) || [...stopping].some((served) => served.answering()),
     async stop() {
       if (timer !== undefined) clearInterval(timer);
-      clearInterval(beat);
+      for (const timer of [beat, watch]) clearInterval(timer);
       await reloading;
       // Released at once: a standby gateway takes the accounts over at its next heartbeat, not when the leases lapse.
       await Promise.allSettled([...running.keys()].map((channel) => letGo(channel)));
