@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeOpenAi } from './support/fake-openai.js';
 import { describeDatabaseFile, scanFolder } from './support/folder-scan.js';
 import { endRoster, runRoster, startRoster, tempDataDir, type RunningRoster } from './support/roster-process.js';
+import { eventually } from './support/eventually.js';
 
 /**
  * Forget reaches the disk after the learning loop has run over the words.
@@ -38,16 +39,6 @@ const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
-
-async function eventually<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 /** About twenty-five runs of the real process, each booting Node and the embedded database, two of them workers: room for a busy machine. */
 const manyProcesses = 600_000;
@@ -182,7 +173,7 @@ describe('forgetting on the embedded database after the learning loop and a vacu
       const found = jobs.find((item) => item.name === 'erase-forgotten');
       if (found !== undefined && (await found.getState()) === 'failed') throw new Error(`the queued erase failed: ${found.failedReason}`);
       return found;
-    }, 'the erase a forget queued to run');
+    }, 'the erase a forget queued to run', 60_000);
     expect(relayed.returnvalue).toMatchObject({ database: 'embedded' });
     expect(await job('erase')).toMatchObject({ database: 'embedded', queued: 0 });
     expect(await worker.stop()).toBe(0);

@@ -5,6 +5,7 @@ import { connectionFromUrl, createQueues, jobNames, type QueueSet } from '@roste
 import { afterEach, describe, expect, it } from 'vitest';
 import { scanFolder } from './support/folder-scan.js';
 import { runRoster, startRoster, tempDataDir } from './support/roster-process.js';
+import { eventually } from './support/eventually.js';
 
 /**
  * Forget reaches the disk. A forget empties rows, but on the embedded
@@ -32,16 +33,6 @@ const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
-
-async function eventually<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 /** Eleven runs of the real process, each booting Node and the embedded database (about 35 s on an idle machine): room for a busy one. */
 const manyProcesses = 180_000;

@@ -19,6 +19,7 @@ import { createRuntime } from '@roster/runtime';
 import type { Job } from 'bullmq';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort, isRunning, startRoster, tempDataDir } from './support/roster-process.js';
+import { eventually } from './support/eventually.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -31,23 +32,10 @@ afterEach(async () => {
   }
 });
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /** Reject with `message` if `promise` has not settled in `ms`: a hang becomes a failure that says what hung. */
 function within<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   return Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)))]).finally(() => clearTimeout(timer));
-}
-
-/** Poll `check` until it returns a value other than undefined, or fail with `what`. */
-async function eventually<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 30_000, everyMs = 100): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(everyMs);
-  }
 }
 
 /** A redis-server of this test alone, on a loopback port, keeping nothing on disk. */

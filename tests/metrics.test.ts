@@ -50,6 +50,19 @@ function valueOf(text: string, name: string, labels: Record<string, string> = {}
   return found[0]?.value ?? 0;
 }
 
+/** A data folder and a queue prefix of this test alone, both removed when it ends. */
+function freshInstallation(): { dir: string; prefix: string } {
+  const dir = tempDataDir();
+  cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const prefix = `test-${randomUUID()}`;
+  cleanups.push(async () => {
+    const queues = createQueues(connectionFromUrl(redisUrl), prefix);
+    for (const name of jobNames) await queues.queues[name].obliterate({ force: true });
+    await queues.close();
+  });
+  return { dir, prefix };
+}
+
 /** A model server that lists its model and refuses every chat (400), as a misconfigured provider does: the far side of an engine failure. */
 async function startRefusingModel(): Promise<{ engine: string; port: number; close(): Promise<void> }> {
   const server = http.createServer((request, response) => {
@@ -70,14 +83,7 @@ async function startRefusingModel(): Promise<{ engine: string; port: number; clo
 
 describe('GET /metrics', () => {
   it('counts turns by door and engine, reads queues, outbox and accounts at scrape time, and answers only an owner (or loopback METRICS_PORT)', { timeout: 300_000 }, async () => {
-    const dir = tempDataDir();
-    cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
-    const prefix = `test-${randomUUID()}`;
-    cleanups.push(async () => {
-      const queues = createQueues(connectionFromUrl(redisUrl), prefix);
-      for (const name of jobNames) await queues.queues[name].obliterate({ force: true });
-      await queues.close();
-    });
+    const { dir, prefix } = freshInstallation();
     const telegram = await startFakeTelegram();
     cleanups.push(() => telegram.close());
     const refusing = await startRefusingModel();
@@ -285,14 +291,7 @@ describe('GET /metrics', () => {
   });
 
   it('reads the outbox backlog at scrape time: the rows a turn queued while no worker runs, then none once a worker relays them', { timeout: 300_000 }, async () => {
-    const dir = tempDataDir();
-    cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
-    const prefix = `test-${randomUUID()}`;
-    cleanups.push(async () => {
-      const queues = createQueues(connectionFromUrl(redisUrl), prefix);
-      for (const name of jobNames) await queues.queues[name].obliterate({ force: true });
-      await queues.close();
-    });
+    const { dir, prefix } = freshInstallation();
     const metricsPort = await freePort();
     const env = { ROSTER_DATA_DIR: dir, REDIS_URL: redisUrl, ROSTER_QUEUE_PREFIX: prefix };
     const server = startRoster(['server'], { ...env, PORT: String(await freePort()), METRICS_PORT: String(metricsPort) });

@@ -5,7 +5,7 @@
  * the folder's lock, opens PGlite, listens on the Unix socket in the folder
  * (owner-only), says `ready` (or why not) on its IPC channel, and then serves
  * every command that connects. It leaves when nobody has been connected for
- * `idleGraceMs`, so no command's end ever cuts off another's connection, and
+ * `idleGraceMs` (for its first connection it waits longer), so no command's end ever cuts off another's connection, and
  * a command run right after the last one finds it still open.
  */
 import fs from 'node:fs';
@@ -15,9 +15,15 @@ import { RosterError } from '@roster/errors';
 import { embeddedSocketPath, type HostReport } from './embedded-share.js';
 import { openPglite } from './open.js';
 
-/** How long the host stays once its last connection has closed. */
+/** How long the host stays once its last connection has closed (and as many checks, each `idleCheckMs`, that found nobody). */
 const idleGraceMs = 2_000;
 const idleCheckMs = 100;
+/**
+ * How long it waits for its first connection: the command that started it
+ * connects once told `ready`, which on a busy machine can take longer than
+ * the idle grace; a host that left first would make it start another.
+ */
+const firstConnectionGraceMs = 30_000;
 /** Far above what the Roster commands on one machine open (four connections each). */
 const maxConnections = 256;
 
@@ -52,8 +58,15 @@ async function host(dataDir: string): Promise<void> {
   if (process.connected) process.disconnect();
 
   await new Promise<void>((resolve) => {
+    // Idle is counted in checks that ran, not in time gone by: a process starved of the CPU on a busy machine (or
+    // stopped) runs its next check late, and the connection waiting meanwhile must not find the host leaving.
+    const idleChecks = Math.ceil(idleGraceMs / idleCheckMs);
+    let quietChecks = 0;
     let lastBusy = Date.now();
+    let served = false;
     server.addEventListener('connection', () => {
+      served = true;
+      quietChecks = 0;
       lastBusy = Date.now();
     });
     let stopping = false;
@@ -65,8 +78,13 @@ async function host(dataDir: string): Promise<void> {
       void server.stop().then(resolve, resolve);
     };
     const timer = setInterval(() => {
-      if (server.getStats().activeConnections > 0) lastBusy = Date.now();
-      else if (Date.now() - lastBusy >= idleGraceMs) stop();
+      if (server.getStats().activeConnections > 0) {
+        quietChecks = 0;
+        lastBusy = Date.now();
+        return;
+      }
+      quietChecks += 1;
+      if (quietChecks >= idleChecks && Date.now() - lastBusy >= (served ? idleGraceMs : firstConnectionGraceMs)) stop();
     }, idleCheckMs);
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);

@@ -1,7 +1,8 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { acquireDataDirLock } from './data-dir-lock.js';
@@ -66,5 +67,21 @@ describe('sharing an embedded database folder', () => {
     expect(await selectOne(pool)).toEqual([{ one: 1 }]);
     // The lock is the host's now.
     expect(Number(fs.readFileSync(path.join(dir, 'roster.lock'), 'utf8'))).not.toBe(gone);
+  }, 60_000);
+  it('waits for the command that started it: one slow to connect after ready (a busy machine) is served by that host, not told it left', async () => {
+    const dir = folder();
+    // Started as a command starts it, and told nothing more until well past the idle grace (2 s).
+    const host = spawn(process.execPath, [fileURLToPath(new URL('../dist/embedded-host.js', import.meta.url)), dir], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    cleanups.push(() => void host.kill());
+    const said = await new Promise<unknown>((resolve) => host.once('message', resolve));
+    expect(said).toEqual({ kind: 'ready' });
+    host.disconnect();
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    expect(host.exitCode).toBeNull();
+    const pool = sharedSocketPool(dir, { max: 1, waitMs: 30_000 });
+    cleanups.push(() => pool.end());
+    expect(await selectOne(pool)).toEqual([{ one: 1 }]);
+    // Served by that host, which still holds the folder: no other was started.
+    expect(Number(fs.readFileSync(path.join(dir, 'roster.lock'), 'utf8'))).toBe(host.pid);
   }, 60_000);
 });
