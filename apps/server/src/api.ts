@@ -1,3 +1,4 @@
+import { errorSchema } from '@roster/api';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Access, Viewer } from './access.js';
@@ -33,13 +34,7 @@ export interface RouteDefinition<Params, Query, Body> {
   handle(input: RouteInput<Params, Query, Body>): Promise<unknown>;
 }
 
-/** The errors' one shape, as the document describes it. */
-export const errorSchema = z.object({
-  error: z.object({
-    code: z.string().describe('A stable, machine-readable code, like agent_not_found or csrf_failed.'),
-    message: z.string().describe('What happened and what to do, for a person.'),
-  }),
-});
+export { errorSchema };
 
 const errorDescriptions: Readonly<Record<number, string>> = {
   400: 'Invalid input: the message says which field and why.',

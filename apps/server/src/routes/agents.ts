@@ -1,3 +1,4 @@
+import { engineChoiceSchema, engineTestSchema, purgeResultSchema } from '@roster/api';
 import { checkModelReference } from '@roster/engines';
 import { z } from 'zod';
 import type { RouteContext } from '../context.js';
@@ -114,7 +115,7 @@ export function agentRoutes({ routes, runtime, config }: RouteContext): void {
     access: 'owner',
     params: agentParams,
     body: z.object({ confirm: z.string().describe('The agent’s exact name again.') }),
-    response: { status: 200, schema: z.object({ facts: z.number().int(), erased: z.record(z.string(), z.number()) }) },
+    response: { status: 200, schema: purgeResultSchema },
     errors: [404, 409],
     async handle({ params, body }) {
       return runtime.core.purgeAgent(params.name, body.confirm);
@@ -128,7 +129,7 @@ export function agentRoutes({ routes, runtime, config }: RouteContext): void {
     access: 'owner',
     response: {
       status: 200,
-      schema: z.object({ engines: z.array(z.object({ reference: z.string(), label: z.string(), configured: z.boolean(), detail: z.string() })) }),
+      schema: z.object({ engines: z.array(engineChoiceSchema) }),
     },
     async handle() {
       const agents = await directory.listAgents({ includeArchived: true });
@@ -150,7 +151,7 @@ export function agentRoutes({ routes, runtime, config }: RouteContext): void {
     summary: 'Try an engine: check its configuration, then ask it for one short answer.',
     access: 'owner',
     body: z.object({ engine: engineReference }),
-    response: { status: 200, schema: z.object({ ok: z.boolean(), detail: z.string() }) },
+    response: { status: 200, schema: engineTestSchema },
     async handle({ body }) {
       try {
         const check = await checkModelReference(body.engine, config);

@@ -1,15 +1,10 @@
+import { createdTokenSchema, meSchema, tokenInfoSchema } from '@roster/api';
 import { z } from 'zod';
 import { FailureLimiter, sessionCookieHeader } from '../access.js';
 import { createApiToken, csrfTokenFor, endSession, listApiTokens, redeemLoginLink, revokeApiToken, sessionLifetimeMs } from '../credentials.js';
 import type { RouteContext } from '../context.js';
-import { okSchema, personSchema, showPerson, uuidParam } from '../schemas.js';
+import { okSchema, showPerson, uuidParam } from '../schemas.js';
 
-const meSchema = z.object({
-  person: personSchema,
-  csrfToken: z.string().nullable().describe('Send it as x-csrf-token with every change made with the session cookie; null for a bearer token.'),
-});
-
-const tokenInfoSchema = z.object({ id: z.uuid(), name: z.string(), createdAt: z.iso.datetime(), lastUsedAt: z.iso.datetime().nullable(), expiresAt: z.iso.datetime().nullable() });
 const showToken = (token: { id: string; name: string; createdAt: Date; lastUsedAt: Date | null; expiresAt: Date | null }) => ({
   id: token.id,
   name: token.name,
@@ -77,7 +72,7 @@ export function authRoutes({ routes, database }: RouteContext): void {
     summary: 'Make a personal API token; the token is shown once and kept only as its hash.',
     access: 'person',
     body: z.object({ name: z.string().trim().min(1).max(80) }),
-    response: { status: 201, schema: tokenInfoSchema.extend({ token: z.string().describe('rst_…: send it as Authorization: Bearer rst_…') }) },
+    response: { status: 201, schema: createdTokenSchema },
     async handle({ body, viewer }) {
       const made = await createApiToken(database, viewer.person.id, body.name);
       return { ...showToken(made), token: made.token };

@@ -1,3 +1,4 @@
+import { bindingSchema, channelSchema } from '@roster/api';
 import { channelNames, channelPlugins } from '@roster/channel-registry';
 import { channelStates } from '@roster/gateway';
 import { z } from 'zod';
@@ -13,35 +14,6 @@ const takingCredentials = z
   .refine((name) => channelPlugins.some((plugin) => plugin.name === name && Object.keys(plugin.credentials).length > 0), {
     message: `one of ${channelPlugins.filter((plugin) => Object.keys(plugin.credentials).length > 0).map((plugin) => plugin.name).join(', ')}`,
   });
-
-const bindingSchema = z.object({
-  account: z.string(),
-  agent: z.string().nullable(),
-  policy: z.enum(['pairing', 'allowlist', 'open']),
-  allowlist: z.array(z.string()),
-});
-
-const channelSchema = z.object({
-  channel: z.string(),
-  /** How people write it (`Telegram`), and what serving it takes: from its plugin. */
-  label: z.string(),
-  summary: z.string(),
-  /** The channel links by a code a phone scans (a linked device) rather than by a token. */
-  linkable: z.boolean(),
-  configured: z.boolean(),
-  detail: z.string(),
-  /** Which credentials this channel takes, and where each comes from: never their values. */
-  credentials: z.array(
-    z.object({
-      name: z.string(),
-      label: z.string(),
-      variable: z.string(),
-      source: z.enum(['environment', 'stored', 'unset']).describe('environment: the variable is set and wins; stored: entered on the page or with roster channel add; unset.'),
-      updatedAt: z.iso.datetime().nullable(),
-    }),
-  ),
-  bindings: z.array(bindingSchema),
-});
 
 /**
  * The channels: their state, their credentials (write only: which are set

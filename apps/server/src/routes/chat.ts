@@ -1,3 +1,4 @@
+import { chatHistorySchema } from '@roster/api';
 import { isUuid } from '@roster/db';
 import type { InboundMessage, TurnResult } from '@roster/core';
 import { validateText } from '@roster/memory';
@@ -125,12 +126,7 @@ export function chatRoutes({ routes, runtime, database, config, logger }: RouteC
     }),
     response: {
       status: 200,
-      schema: z.object({
-        conversationId: z.uuid().nullable(),
-        messages: z.array(
-          z.object({ id: z.uuid(), role: z.enum(['person', 'agent', 'system']), agent: z.string().nullable(), text: z.string(), forgotten: z.boolean(), at: z.iso.datetime() }),
-        ),
-      }),
+      schema: chatHistorySchema,
     },
     async handle({ query, viewer }) {
       const externalId = `${query.team === 'true' ? 'team' : 'solo'}:${viewer.person.id}`;

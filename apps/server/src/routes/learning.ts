@@ -1,38 +1,9 @@
+import { approvalSchema, evidenceSchema, lessonSchema, mirrorReportSchema } from '@roster/api';
 import { approveLesson, canJudge, listApprovals, listLessons, mirrorReport, passRateByDay, readEvidence, rejectApproval, retireLesson, type Approval, type EvidenceEntry, type Lesson } from '@roster/jobs';
 import type { Database } from '@roster/db';
 import { z } from 'zod';
 import type { RouteContext } from '../context.js';
 import { nameParam, okSchema, uuidParam } from '../schemas.js';
-
-const evidenceSchema = z.object({
-  eventId: z.string().nullable(),
-  messageId: z.string().nullable(),
-  personId: z.string().nullable(),
-  person: z.string().nullable().describe('The name of the person whose statement it was.'),
-  kind: z.string(),
-  text: z.string().optional().describe('An agent’s note on why it proposed the lesson.'),
-  paraphrased: z.boolean().optional(),
-  message: z
-    .object({
-      channel: z.string().nullable().describe('The door it came through: web, telegram, …'),
-      at: z.iso.datetime(),
-      text: z.string().nullable().describe('The words; null once forgotten.'),
-      forgotten: z.boolean(),
-    })
-    .nullable()
-    .describe('The message the learning event came from; null when it is not kept.'),
-});
-
-const approvalSchema = z.object({
-  id: z.uuid(),
-  agent: z.string(),
-  text: z.string(),
-  evidence: z.array(evidenceSchema),
-  proposedByKind: z.enum(['agent', 'job', 'person']),
-  proposedBy: z.string().nullable(),
-  status: z.enum(['pending', 'approved', 'rejected']),
-  createdAt: z.iso.datetime(),
-});
 
 /** One piece of evidence, resolved to its learning event and message, in the API's shape. */
 function showEvidence(entry: EvidenceEntry): z.infer<typeof evidenceSchema> {
@@ -47,20 +18,6 @@ function showEvidence(entry: EvidenceEntry): z.infer<typeof evidenceSchema> {
     message: entry.message === null ? null : { ...entry.message, at: entry.message.at.toISOString() },
   };
 }
-
-const lessonSchema = z.object({
-  id: z.uuid(),
-  text: z.string(),
-  status: z.enum(['active', 'retired']),
-  version: z.number().int().describe('How many times this text was approved for the agent.'),
-  approvedBy: z.string(),
-  approver: z.object({ id: z.string(), name: z.string() }).describe('Who approved it.'),
-  approvedAt: z.iso.datetime(),
-  retiredAt: z.iso.datetime().nullable(),
-  retiredReason: z.string().nullable(),
-  approvalId: z.string().nullable(),
-  evidence: z.array(evidenceSchema),
-});
 
 async function showLesson(database: Database, lesson: Lesson): Promise<z.infer<typeof lessonSchema>> {
   return {
@@ -77,30 +34,6 @@ async function showLesson(database: Database, lesson: Lesson): Promise<z.infer<t
     evidence: (await readEvidence(database, lesson.agentId, lesson.evidence)).map(showEvidence),
   };
 }
-
-const runSchema = z.object({ verdict: z.string(), reason: z.string(), ranAt: z.iso.datetime(), lessonsShown: z.unknown() });
-const mirrorSchema = z.object({
-  agent: z.string(),
-  judged: z.boolean(),
-  learned: z.number().int(),
-  total: z.number().int(),
-  summary: z.string(),
-  cases: z.array(
-    z.object({
-      id: z.uuid(),
-      personId: z.string().nullable(),
-      text: z.string(),
-      status: z.enum(['active', 'graduated']),
-      streak: z.number().int(),
-      runs: z.number().int(),
-      lastRunAt: z.iso.datetime().nullable(),
-      graduatedAt: z.iso.datetime().nullable(),
-      nextCheckAt: z.iso.datetime().nullable(),
-      history: z.array(runSchema),
-    }),
-  ),
-  passRate: z.array(z.object({ date: z.iso.date(), passed: z.number().int(), failed: z.number().int() })),
-});
 
 const iso = (date: Date | null) => (date === null ? null : new Date(date).toISOString());
 
@@ -208,7 +141,7 @@ export function learningRoutes({ routes, runtime, database }: RouteContext): voi
     summary: '“N of M corrections no longer repeated”: each case with its history, and the pass rate per day for a chart.',
     access: 'owner',
     params: agentParams,
-    response: { status: 200, schema: mirrorSchema },
+    response: { status: 200, schema: mirrorReportSchema },
     errors: [404],
     async handle({ params }) {
       const agent = await directory.agentByName(params.name);

@@ -1,32 +1,15 @@
+import { factHistorySchema, forgetResultSchema, memoryListingSchema } from '@roster/api';
 import { readMemoryView, type Agent } from '@roster/core';
 import type { Scope } from '@roster/db';
 import { FactNotFoundError, type Fact, type Provenance, type Tombstone } from '@roster/memory';
 import { z } from 'zod';
 import type { Viewer } from '../access.js';
 import type { RouteContext } from '../context.js';
-import { factSchema, nameParam, personRefSchema, provenanceSchema, showFact, showSourceMessage, sourceMessageSchema, uuidParam } from '../schemas.js';
+import { factSchema, nameParam, showFact, showSourceMessage, uuidParam } from '../schemas.js';
 
 const factParams = z.object({ name: nameParam, id: uuidParam });
 const contentBody = z.object({ content: z.string().min(1).describe('At most 4,000 characters (longer: 413).') });
 const time = z.iso.datetime({ offset: true });
-
-/** A fact as the memory listing gives it: its provenance also names the messages it came from. */
-const listedFactSchema = factSchema.extend({
-  provenance: provenanceSchema.extend({
-    sources: z.array(sourceMessageSchema).describe('The messages it was drawn from: door, time, who; the words only of the reader’s own lines, and none once forgotten.'),
-  }),
-});
-
-/** A forgotten fact where it was: when it was forgotten and who asked, never a word of it. */
-const tombstoneSchema = z.object({
-  id: z.uuid(),
-  factId: z.uuid().nullable().describe('The forgotten version (its history stays readable, without content).'),
-  forgottenAt: z.iso.datetime(),
-  forgottenBy: z
-    .object({ kind: z.string(), id: z.string().nullable(), name: z.string().nullable().describe('The person’s name when a person (or the owner) asked.') })
-    .nullable()
-    .describe('Who asked to forget it, from the audit log.'),
-});
 
 /** Who made a change from the web: the owner's tool, or the person about their own memory. */
 function provenanceOf(viewer: Viewer): Provenance {
@@ -62,15 +45,7 @@ export function memoryRoutes({ routes, runtime }: RouteContext): void {
     }),
     response: {
       status: 200,
-      schema: z.object({
-        groups: z.array(
-          z.object({
-            person: personRefSchema.nullable(),
-            facts: z.array(listedFactSchema),
-            tombstones: z.array(tombstoneSchema).describe('What was forgotten here (by the time read), newest first: when, and who asked.'),
-          }),
-        ),
-      }),
+      schema: memoryListingSchema,
     },
     errors: [404],
     async handle({ params, query, viewer }) {
@@ -113,15 +88,7 @@ export function memoryRoutes({ routes, runtime }: RouteContext): void {
     params: factParams,
     response: {
       status: 200,
-      schema: z.object({
-        versions: z.array(
-          z.object({
-            fact: factSchema,
-            relation: z.enum(['earlier', 'this', 'later']),
-            event: z.object({ id: z.uuid(), action: z.string(), actorKind: z.string(), actorId: z.string().nullable(), occurredAt: z.iso.datetime() }).nullable(),
-          }),
-        ),
-      }),
+      schema: factHistorySchema,
     },
     errors: [404],
     async handle({ params, viewer }) {
@@ -192,7 +159,7 @@ export function memoryRoutes({ routes, runtime }: RouteContext): void {
     params: factParams,
     response: {
       status: 200,
-      schema: z.object({ fact: factSchema, tombstone: tombstoneSchema.describe('What the memory listing shows in its place from now on.'), erased: z.record(z.string(), z.number()) }),
+      schema: forgetResultSchema,
     },
     errors: [404, 409],
     async handle({ params, viewer }) {

@@ -1,3 +1,4 @@
+import { auditEventSchema, auditVerifySchema, personWithIdentitiesSchema } from '@roster/api';
 import { listAuditEvents } from '@roster/memory';
 import { z } from 'zod';
 import type { RouteContext } from '../context.js';
@@ -15,7 +16,7 @@ export function peopleRoutes({ routes, runtime, database }: RouteContext): void 
     response: {
       status: 200,
       schema: z.object({
-        people: z.array(personSchema.extend({ identities: z.array(z.object({ channel: z.string(), externalId: z.string(), displayName: z.string().nullable() })) })),
+        people: z.array(personWithIdentitiesSchema),
       }),
     },
     async handle() {
@@ -57,22 +58,7 @@ export function peopleRoutes({ routes, runtime, database }: RouteContext): void 
     },
   });
 
-  const auditEventSchema = z.object({
-    id: z.uuid(),
-    agent: z.string(),
-    seq: z.number().int(),
-    personId: z.string().nullable(),
-    actorKind: z.string(),
-    actorId: z.string().nullable(),
-    action: z.string(),
-    targetKind: z.string(),
-    targetId: z.string().nullable(),
-    detail: z.record(z.string(), z.unknown()),
-    occurredAt: z.iso.datetime(),
-    hash: z.string(),
-  });
-
-  routes.add({
+    routes.add({
     method: 'GET',
     url: '/api/audit',
     summary: 'The newest memory audit events (ids, states and counts; never content), newest first.',
@@ -111,12 +97,7 @@ export function peopleRoutes({ routes, runtime, database }: RouteContext): void 
     body: z.object({ agent: nameParam.optional() }).optional(),
     response: {
       status: 200,
-      schema: z.object({
-        ok: z.boolean(),
-        chains: z.array(
-          z.object({ agent: z.string(), agentId: z.uuid(), events: z.number().int(), ok: z.boolean(), broken: z.object({ seq: z.number().int(), id: z.string().nullable(), problem: z.string() }).nullable() }),
-        ),
-      }),
+      schema: auditVerifySchema,
     },
     errors: [404],
     async handle({ body }) {

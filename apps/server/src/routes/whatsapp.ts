@@ -1,5 +1,5 @@
+import { whatsappLinkSchema } from '@roster/api';
 import { qrSvg, WhatsAppSessionStore } from '@roster/channel-whatsapp';
-import { z } from 'zod';
 import type { RouteContext } from '../context.js';
 
 /** The channels' own state beyond their configuration: WhatsApp's link, with its QR code while it waits for a scan. */
@@ -11,15 +11,7 @@ export function whatsappRoutes({ routes, database, config, key }: RouteContext):
     access: 'owner',
     response: {
       status: 200,
-      schema: z.object({
-        enabled: z.boolean().describe('WHATSAPP_ENABLED: whether the gateway serves WhatsApp.'),
-        account: z.string(),
-        status: z.enum(['not_linked', 'waiting_for_scan', 'linked', 'reconnecting', 'logged_out']),
-        phone: z.string().nullable().describe('The linked number (kept after a logout, to say which to link again).'),
-        qrSvg: z.string().nullable().describe('While waiting for a scan: the current QR code, an SVG image. It changes about every 20 seconds.'),
-        updatedAt: z.iso.datetime().nullable(),
-        detail: z.string().describe('What to do, in words.'),
-      }),
+      schema: whatsappLinkSchema,
     },
     async handle() {
       const link = await new WhatsAppSessionStore(database, key).read();

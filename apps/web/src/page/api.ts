@@ -1,243 +1,44 @@
 import { readEventStream } from './event-stream.ts';
 
-/** The shapes the HTTP API answers (see the API contract); dates arrive as ISO strings. */
+/**
+ * The shapes the HTTP API answers: the server's own schemas (@roster/api),
+ * so that a field the server changes fails the page's typecheck. Dates
+ * arrive as ISO strings.
+ */
+import type * as Api from '@roster/api';
 
-export interface Person {
-  id: string;
-  name: string;
-  role: 'owner' | 'member' | 'guest' | string;
-}
-
-export interface Agent {
-  id: string;
-  name: string;
-  job: string;
-  engine: string;
-  status: 'active' | 'archived' | string;
-  createdAt: string;
-}
-
-export interface EngineChoice {
-  reference: string;
-  label: string;
-  configured: boolean;
-  detail: string;
-}
-
-/** A message a fact came from; its words only when it is the reader's own line and not forgotten. */
-export interface SourceMessage {
-  id: string;
-  channel: string;
-  role: 'person' | 'agent' | 'system' | 'tool' | string;
-  person: { id: string; name: string } | null;
-  agent: string | null;
-  at: string;
-  forgotten: boolean;
-  own: boolean;
-  text: string | null;
-}
-
-export interface Provenance {
-  actorKind: string;
-  actorId: string | null;
-  channel: string | null;
-  tool: string | null;
-  sourceMessageIds: string[];
-  /** The memory listing gives the messages themselves; other answers only their ids. */
-  sources?: SourceMessage[];
-}
-
-export interface Fact {
-  id: string;
-  content: string | null;
-  trust: string;
-  category: string;
-  audience: string;
-  validFrom: string;
-  validTo: string | null;
-  recordedAt: string;
-  supersededAt: string | null;
-  uses: number;
-  lastUsedAt: string | null;
-  provenance: Provenance;
-}
-
-export interface FactGroup {
-  person: { id: string; name: string } | null;
-  facts: Fact[];
-  /** What was forgotten here, newest first: when, and who asked; never its words. */
-  tombstones: Tombstone[];
-}
-
-export interface Tombstone {
-  id: string;
-  factId: string | null;
-  forgottenAt: string;
-  forgottenBy: { kind: string; id: string | null; name: string | null } | null;
-}
-
-export interface FactVersion {
-  fact: Fact;
-  relation: 'earlier' | 'this' | 'later' | string;
-  /** The audit event that recorded this version. */
-  event: { id: string; action: string; actorKind: string; actorId: string | null; occurredAt: string } | null;
-}
-
-export interface Evidence {
-  eventId: string | null;
-  messageId: string | null;
-  personId: string | null;
-  /** The name of the person whose statement it was. */
-  person: string | null;
-  kind: string;
-  /** An agent's note on why it proposed the lesson. */
-  text?: string;
-  paraphrased?: boolean;
-  /** The message the learning event came from: the door, the time, the words (null once forgotten). */
-  message: { channel: string | null; at: string; text: string | null; forgotten: boolean } | null;
-}
-
-export interface Approval {
-  id: string;
-  agent: string;
-  text: string;
-  evidence: Evidence[];
-  proposedByKind: string;
-  proposedBy: string | null;
-  status: string;
-  createdAt: string;
-}
-
-export interface Lesson {
-  id: string;
-  text: string;
-  status: 'active' | 'retired' | string;
-  version: number;
-  approvedBy: string;
-  approver: { id: string; name: string };
-  approvedAt: string;
-  retiredAt: string | null;
-  retiredReason: string | null;
-  approvalId: string | null;
-  evidence: Evidence[];
-}
-
-export interface MirrorRun {
-  verdict: 'pass' | 'fail' | 'error' | string;
-  reason: string;
-  ranAt: string;
-}
-
-export interface MirrorCase {
-  id: string;
-  text: string;
-  status: 'active' | 'graduated' | string;
-  streak: number;
-  runs: number;
-  lastRunAt: string | null;
-  graduatedAt: string | null;
-  history: MirrorRun[];
-}
-
-export interface MirrorReport {
-  judged: boolean;
-  learned: number;
-  total: number;
-  summary: string;
-  cases: MirrorCase[];
-  passRate: Array<{ date: string; passed: number; failed: number }>;
-}
-
-export interface PersonWithIdentities extends Person {
-  identities: Array<{ channel: string; externalId: string; displayName: string | null }>;
-}
-
-/** One line of the person's own conversation, as /api/chat/history gives it. */
-export interface TranscriptLine {
-  id: string;
-  role: 'person' | 'agent' | 'system';
-  agent: string | null;
-  text: string;
-  forgotten: boolean;
-  at: string;
-}
-
-export interface ChannelCredential {
-  name: string;
-  label: string;
-  variable: string;
-  source: 'environment' | 'stored' | 'unset';
-  updatedAt: string | null;
-}
-
-export interface ChannelBindingView {
-  account: string;
-  agent: string | null;
-  policy: 'pairing' | 'allowlist' | 'open';
-  allowlist: string[];
-}
-
-export interface ApiToken {
-  id: string;
-  name: string;
-  createdAt: string;
-  lastUsedAt: string | null;
-  expiresAt: string | null;
-}
-
-export interface ChannelStatus {
-  channel: string;
-  label: string;
-  summary: string;
-  linkable: boolean;
-  configured: boolean;
-  detail: string;
-  credentials: ChannelCredential[];
-  bindings: ChannelBindingView[];
-}
-
-export interface AuditEvent {
-  id: string;
-  agent: string;
-  seq: number;
-  personId: string | null;
-  actorKind: string;
-  actorId: string | null;
-  action: string;
-  targetKind: string;
-  targetId: string | null;
-  detail: Record<string, unknown>;
-  occurredAt: string;
-  hash: string;
-}
-
-export interface ChainReport {
-  agentId: string;
-  agent: string;
-  events: number;
-  ok: boolean;
-  broken: { seq: number; id: string; problem: string } | null;
-}
-
-export interface ChatMemory {
-  id: string;
-  content: string | null;
-  trust: string;
-  why: string;
-}
-
-export interface ChatToolCall {
-  toolName: string;
-  input: unknown;
-  output: unknown;
-}
-
-export interface TurnEnd {
-  agent: string;
-  text: string;
-  toolCalls: ChatToolCall[];
-  memories: ChatMemory[];
-}
+export type Person = Api.Person;
+export type Agent = Api.Agent;
+export type EngineChoice = Api.EngineChoice;
+export type SourceMessage = Api.SourceMessage;
+export type Provenance = Api.Provenance & { sources?: SourceMessage[] };
+/** A fact; the memory listing's also name the messages they came from (`provenance.sources`). */
+export type Fact = Omit<Api.Fact, 'provenance'> & { provenance: Provenance };
+export type FactGroup = Api.FactGroup;
+export type Tombstone = Api.Tombstone;
+export type FactVersion = Api.FactVersion;
+export type Evidence = Api.Evidence;
+export type Approval = Api.Approval;
+export type Lesson = Api.Lesson;
+export type MirrorRun = Api.MirrorRun;
+export type MirrorCase = Api.MirrorCase;
+export type MirrorReport = Api.MirrorReport;
+export type PersonWithIdentities = Api.PersonWithIdentities;
+export type TranscriptLine = Api.TranscriptLine;
+export type ChannelCredential = Api.ChannelCredential;
+export type ChannelBindingView = Api.ChannelBinding;
+export type ApiToken = Api.ApiToken;
+export type ChannelStatus = Api.ChannelStatus;
+export type AuditEvent = Api.AuditEvent;
+export type ChainReport = Api.ChainReport;
+export type ChatMemory = Api.MemoryUsed;
+export type ChatToolCall = Api.ChatToolCall;
+export type TurnEnd = Api.TurnEnd;
+export type WhatsAppLink = Api.WhatsAppLink;
+export type Me = Api.Me;
+export type ChatHistory = Api.ChatHistory;
+export type EngineTest = Api.EngineTest;
+export type PurgeResult = Api.PurgeResult;
 
 /** A refusal or failure from the API, with its stable code. */
 export class ApiError extends Error {

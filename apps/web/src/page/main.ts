@@ -1,5 +1,5 @@
 import './style.css';
-import { api, ApiError, onSignedOut, setCsrfToken, type Person } from './api.ts';
+import { api, ApiError, onSignedOut, setCsrfToken, type Me, type Person } from './api.ts';
 import { h, replace } from './dom.ts';
 import { accountPage } from './pages/account.ts';
 import { agentsPage } from './pages/agents.ts';
@@ -115,7 +115,7 @@ function layout(person: Person | null, current: string, title: string): HTMLElem
 async function session(): Promise<Person | null> {
   if (me !== null) return me;
   try {
-    const answer = await api<{ person: Person; csrfToken: string }>('GET', '/api/me');
+    const answer = await api<Me>('GET', '/api/me');
     setCsrfToken(answer.csrfToken);
     me = answer.person;
     return me;

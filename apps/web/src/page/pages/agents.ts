@@ -1,4 +1,4 @@
-import { api, segment, type Agent, type EngineChoice } from '../api.ts';
+import { api, segment, type Agent, type EngineChoice, type EngineTest, type PurgeResult } from '../api.ts';
 import { field, h, replace, select, time } from '../dom.ts';
 import { action, badge, confirmStep, empty, form, listAgents, loading, outcome, text, type PageContext } from '../ui.ts';
 
@@ -20,7 +20,7 @@ function enginePicker(engines: EngineChoice[], selected?: string): { element: HT
   const test = action('Test engine', async () => {
     report.clear();
     try {
-      const answer = await api<{ ok: boolean; detail: string }>('POST', '/api/engines/test', { engine: picker.value });
+      const answer = await api<EngineTest>('POST', '/api/engines/test', { engine: picker.value });
       if (answer.ok) report.say(`Works: ${answer.detail}`);
       else report.fail(`Does not work: ${answer.detail}`);
     } catch (error) {
@@ -99,7 +99,7 @@ function agentCard(context: PageContext, agent: Agent, engines: EngineChoice[], 
     });
     if (!confirmed) return;
     try {
-      const result = await api<{ facts: number }>('POST', `${path}/purge`, { confirm: agent.name });
+      const result = await api<PurgeResult>('POST', `${path}/purge`, { confirm: agent.name });
       context.announce(`${agent.name} was purged; ${result.facts} ${result.facts === 1 ? 'fact' : 'facts'} forgotten.`);
       reload();
     } catch (error) {

@@ -1,4 +1,4 @@
-import { api, chat, type ChatMemory, type ChatToolCall, type TranscriptLine, type TurnEnd } from '../api.ts';
+import { api, chat, type ChatHistory, type ChatMemory, type ChatToolCall, type TranscriptLine, type TurnEnd } from '../api.ts';
 import { field, h, replace, select } from '../dom.ts';
 import { badge, empty, errorText, listAgents, loading, type PageContext } from '../ui.ts';
 
@@ -94,7 +94,7 @@ export async function chatPage(context: PageContext): Promise<void> {
     return;
   }
 
-  const history = await api<{ conversationId: string | null; messages: TranscriptLine[] }>('GET', `/api/chat/history?team=${chosen === 'team'}&limit=100`);
+  const history = await api<ChatHistory>('GET', `/api/chat/history?team=${chosen === 'team'}&limit=100`);
   const log = h('ol', { class: 'log', role: 'log', 'aria-live': 'polite', 'aria-label': chosen === 'team' ? 'Conversation with the whole team' : `Conversation with ${chosen}` }, history.messages.map(pastLine));
   // No maxlength: it would cut a long paste silently. The counter says when the limit nears, and a longer message is refused whole.
   const message = h('textarea', { name: 'message', rows: '3', required: true, 'aria-describedby': 'message-counter', placeholder: 'Say something; “remember that …” stores a fact.' });

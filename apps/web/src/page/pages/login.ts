@@ -1,4 +1,4 @@
-import { api, type Person } from '../api.ts';
+import { api, type Me, type Person } from '../api.ts';
 import { h, replace } from '../dom.ts';
 import { errorText } from '../ui.ts';
 
@@ -7,7 +7,7 @@ import { errorText } from '../ui.ts';
  * rides in the fragment, which no server log or Referer sees; the page drops
  * it from the address bar at once and trades it for a session cookie.
  */
-export async function loginPage(root: HTMLElement, signedIn: (person: Person, csrfToken: string) => void): Promise<void> {
+export async function loginPage(root: HTMLElement, signedIn: (person: Person, csrfToken: string | null) => void): Promise<void> {
   let token = location.hash.replace(/^#/, '').trim();
   try {
     token = decodeURIComponent(token);
@@ -22,7 +22,7 @@ export async function loginPage(root: HTMLElement, signedIn: (person: Person, cs
   }
   replace(root, h('p', { class: 'loading', 'aria-busy': 'true', role: 'status' }, 'Signing in…'));
   try {
-    const answer = await api<{ person: Person; csrfToken: string }>('POST', '/api/login', { token });
+    const answer = await api<Me>('POST', '/api/login', { token });
     signedIn(answer.person, answer.csrfToken);
   } catch (error) {
     replace(root, h('p', { class: 'outcome error', role: 'alert' }, `Could not sign in: ${errorText(error)}`), howTo);

@@ -1,16 +1,6 @@
-import { api } from '../api.ts';
+import { api, type WhatsAppLink } from '../api.ts';
 import { h, replace, time } from '../dom.ts';
 import { badge } from '../ui.ts';
-
-/** What GET /api/channels/whatsapp answers. */
-interface WhatsAppLink {
-  enabled: boolean;
-  status: 'not_linked' | 'waiting_for_scan' | 'linked' | 'reconnecting' | 'logged_out';
-  phone: string | null;
-  qrSvg: string | null;
-  updatedAt: string | null;
-  detail: string;
-}
 
 const labels: Record<WhatsAppLink['status'], string> = {
   not_linked: 'not linked',

@@ -1,0 +1,47 @@
+import { z } from 'zod';
+import { time } from './common.js';
+
+export const bindingSchema = z.object({
+  account: z.string(),
+  agent: z.string().nullable(),
+  policy: z.enum(['pairing', 'allowlist', 'open']),
+  allowlist: z.array(z.string()),
+});
+
+/** Which credentials a channel takes, and where each comes from: never their values. */
+export const channelCredentialSchema = z.object({
+  name: z.string(),
+  label: z.string(),
+  variable: z.string(),
+  source: z.enum(['environment', 'stored', 'unset']).describe('environment: the variable is set and wins; stored: entered on the page or with roster channel add; unset.'),
+  updatedAt: time.nullable(),
+});
+
+export const channelSchema = z.object({
+  channel: z.string(),
+  /** How people write it (`Telegram`), and what serving it takes: from its plugin. */
+  label: z.string(),
+  summary: z.string(),
+  /** The channel links by a code a phone scans (a linked device) rather than by a token. */
+  linkable: z.boolean(),
+  configured: z.boolean(),
+  detail: z.string(),
+  credentials: z.array(channelCredentialSchema),
+  bindings: z.array(bindingSchema),
+});
+
+/** WhatsApp's link: linked, waiting for a scan (with its QR code), reconnecting, or logged out. */
+export const whatsappLinkSchema = z.object({
+  enabled: z.boolean().describe('WHATSAPP_ENABLED: whether the gateway serves WhatsApp.'),
+  account: z.string(),
+  status: z.enum(['not_linked', 'waiting_for_scan', 'linked', 'reconnecting', 'logged_out']),
+  phone: z.string().nullable().describe('The linked number (kept after a logout, to say which to link again).'),
+  qrSvg: z.string().nullable().describe('While waiting for a scan: the current QR code, an SVG image. It changes about every 20 seconds.'),
+  updatedAt: time.nullable(),
+  detail: z.string().describe('What to do, in words.'),
+});
+
+export type ChannelBinding = z.output<typeof bindingSchema>;
+export type ChannelCredential = z.output<typeof channelCredentialSchema>;
+export type ChannelStatus = z.output<typeof channelSchema>;
+export type WhatsAppLink = z.output<typeof whatsappLinkSchema>;
