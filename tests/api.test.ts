@@ -107,7 +107,7 @@ describe('the OpenAPI document', () => {
         'POST /api/channels/{channel}/binding',
         'DELETE /api/channels/{channel}/binding',
         'GET /api/chat/history',
-        'GET /api/channels/whatsapp',
+        'GET /api/channels/{channel}/link',
         'GET /api/audit',
         'POST /api/audit/verify',
       ].sort(),

@@ -250,9 +250,9 @@ describe('the web page in a browser', () => {
     // People; the channels (WhatsApp waiting for a scan, its code on the screen); the audit, whose chain verifies.
     await new WhatsAppSessionStore(roster.database, testInstallationKey).showQr('https://wa.me/settings/linked_devices#2@ref,bm9pc2U=,aWQ=,YWR2,1');
     await open(page, 'Channels', 'Channels');
-    await page.locator('.whatsapp-link img.qr').waitFor();
-    expect(await page.locator('.whatsapp-link').textContent()).toContain('waiting for a scan');
-    expect(await page.locator('.whatsapp-link img.qr').evaluate((image) => (image as HTMLImageElement).naturalWidth)).toBeGreaterThan(0);
+    await page.locator('.channel-link img.qr').waitFor();
+    expect(await page.locator('.channel-link').textContent()).toContain('waiting for a scan');
+    expect(await page.locator('.channel-link img.qr').evaluate((image) => (image as HTMLImageElement).naturalWidth)).toBeGreaterThan(0);
     await open(page, 'People', 'People');
     await page.locator('li.card[data-person="Ada"]').waitFor();
     await page.getByRole('button', { name: 'Link code for Ada' }).click();

@@ -24,7 +24,7 @@ import { learningRoutes } from './routes/learning.js';
 import { memoryRoutes } from './routes/memory.js';
 import { peopleRoutes } from './routes/people.js';
 import { personExportRoutes } from './routes/person-export.js';
-import { whatsappRoutes } from './routes/whatsapp.js';
+import { channelLinkRoutes } from './routes/channel-links.js';
 import type { ChannelWebhooks } from '@roster/gateway';
 
 export type { ServerChannels } from './context.js';
@@ -165,7 +165,7 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
   peopleRoutes(context);
   personExportRoutes(context);
   channelRoutes(context);
-  whatsappRoutes(context);
+  channelLinkRoutes(context);
   if (options.channels?.webhooks !== undefined) await mountWebhooks(app, options.channels.webhooks);
   if (options.metrics !== undefined) {
     const metrics = options.metrics;

@@ -30,13 +30,15 @@ export const channelSchema = z.object({
   bindings: z.array(bindingSchema),
 });
 
-/** WhatsApp's link: linked, waiting for a scan (with its QR code), reconnecting, or logged out. */
-export const whatsappLinkSchema = z.object({
-  enabled: z.boolean().describe('WHATSAPP_ENABLED: whether the gateway serves WhatsApp.'),
+/** A channel's link (a device a phone pairs with a code it scans): its state, the code while one waits, and what to do. */
+export const channelLinkSchema = z.object({
+  channel: z.string(),
   account: z.string(),
+  configured: z.boolean().describe('Whether the gateway serves this channel (its variables set).'),
+  setup: z.string().describe('What serving it takes, or that it is served.'),
   status: z.enum(['not_linked', 'waiting_for_scan', 'linked', 'reconnecting', 'logged_out']),
-  phone: z.string().nullable().describe('The linked number (kept after a logout, to say which to link again).'),
-  qrSvg: z.string().nullable().describe('While waiting for a scan: the current QR code, an SVG image. It changes about every 20 seconds.'),
+  who: z.string().nullable().describe('Who is linked (a phone number); kept after a logout, to say which to link again.'),
+  codeSvg: z.string().nullable().describe('While waiting for a scan: the current code, an SVG image. It changes about every 20 seconds.'),
   updatedAt: time.nullable(),
   detail: z.string().describe('What to do, in words.'),
 });
@@ -44,4 +46,4 @@ export const whatsappLinkSchema = z.object({
 export type ChannelBinding = z.output<typeof bindingSchema>;
 export type ChannelCredential = z.output<typeof channelCredentialSchema>;
 export type ChannelStatus = z.output<typeof channelSchema>;
-export type WhatsAppLink = z.output<typeof whatsappLinkSchema>;
+export type ChannelLink = z.output<typeof channelLinkSchema>;

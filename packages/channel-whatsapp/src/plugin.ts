@@ -45,6 +45,28 @@ export const channelPlugin = defineChannelPlugin<{ account: string }>({
       });
       return { already: link.already, who: link.phone };
     },
+    async state(host, { account }) {
+      const { WhatsAppSessionStore } = await import('./session-store.js');
+      const { qrSvg } = await import('./qr.js');
+      const { database, key } = services(host);
+      const link = await new WhatsAppSessionStore(database, key, account).read();
+      if (link === null) {
+        return { status: 'not_linked', who: null, codeSvg: null, updatedAt: null, detail: `Not linked yet: run ${relink}, or enable WhatsApp (WHATSAPP_ENABLED=true) and scan the code shown here.` };
+      }
+      const base = { who: link.phone, updatedAt: link.updatedAt, codeSvg: null };
+      switch (link.status) {
+        case 'waiting_for_scan':
+          return link.qr === null
+            ? { ...base, status: link.status, detail: `No phone scanned the code in time: run ${relink}, or restart Roster for a new code.` }
+            : { ...base, status: link.status, codeSvg: await qrSvg(link.qr), detail: 'On the phone: WhatsApp → Settings → Linked devices → Link a device, then scan this code.' };
+        case 'linked':
+          return { ...base, status: link.status, detail: `Linked as ${link.phone ?? 'an unknown number'}.` };
+        case 'reconnecting':
+          return { ...base, status: link.status, detail: 'The connection dropped; Roster is trying again.' };
+        case 'logged_out':
+          return { ...base, status: link.status, detail: `Logged out: the phone removed this device. Link it again with ${relink}.` };
+      }
+    },
   },
   setup({ environment }) {
     if (environment.WHATSAPP_ENABLED !== true) return { state: 'off', detail: 'not configured (set WHATSAPP_ENABLED)' };

@@ -141,6 +141,20 @@ export interface ChannelLink {
     host: ChannelHost,
     options: { account: string; signal: AbortSignal; onCode(text: string, index: number): Promise<void> | void },
   ): Promise<{ already: boolean; who: string }>;
+  /** The link as it stands, for the page's Channels screen: while a code waits, the code to scan as an SVG image. */
+  state(host: ChannelHost, options: { account: string }): Promise<ChannelLinkState>;
+}
+
+/** Where a channel's link stands. */
+export interface ChannelLinkState {
+  status: 'not_linked' | 'waiting_for_scan' | 'linked' | 'reconnecting' | 'logged_out';
+  /** Who is linked (a phone number), kept after a logout to say which to link again. */
+  who: string | null;
+  /** While it waits for a scan: the code, an SVG image. Never the code's text, which holds its pairing secret. */
+  codeSvg: string | null;
+  updatedAt: Date | null;
+  /** What to do, in words. */
+  detail: string;
 }
 
 /**

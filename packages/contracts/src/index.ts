@@ -15,6 +15,7 @@ export {
   type ChannelCheck,
   type ChannelHost,
   type ChannelLink,
+  type ChannelLinkState,
   type ChannelLogger,
   type ChannelPlugin,
   type ChannelSetup,

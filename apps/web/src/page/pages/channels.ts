@@ -1,7 +1,7 @@
 import { api, segment, type ChannelStatus } from '../api.ts';
 import { field, h, replace, select, time } from '../dom.ts';
 import { action, badge, confirmStep, empty, form, listAgents, loading, outcome, text, type PageContext } from '../ui.ts';
-import { whatsappPanel } from './whatsapp.ts';
+import { channelLinkPanel } from './channel-link.ts';
 
 const sourceText: Record<string, string> = {
   environment: 'set in the environment (it wins over a stored one)',
@@ -116,7 +116,7 @@ function channelCard(context: PageContext, channel: ChannelStatus, agents: strin
     h('div', { class: 'card-head' }, h('h3', null, channel.label), badge(channel.configured ? 'on' : 'off')),
     h('p', { class: 'hint' }, channel.detail),
     credentialsForm(context, channel),
-    channel.linkable ? whatsappPanel() : null,
+    channel.linkable ? channelLinkPanel(channel) : null,
     bindingForm(context, channel, agents),
   );
 }
