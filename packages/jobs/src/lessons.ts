@@ -234,7 +234,7 @@ export async function listLessons(database: Database, agentId: string): Promise<
       approval_id: string | null;
       evidence: unknown[];
     }>(
-      `select l.id, l.agent_id, l.text, l.status, l.version, l.approved_by, p.name as approver_name, l.approved_at, l.retired_at, l.retired_reason, l.approval_id, l.evidence
+      `select l.id, l.agent_id, l.text, l.status, l.version, l.approved_by, coalesce(p.name, 'a person since erased') as approver_name, l.approved_at, l.retired_at, l.retired_reason, l.approval_id, l.evidence
          from lessons l join people p on p.id = l.approved_by
         where l.agent_id = $1 order by l.approved_at`,
       [agentId],
