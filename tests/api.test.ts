@@ -73,6 +73,7 @@ describe('the OpenAPI document', () => {
         'POST /api/login',
         'GET /api/me',
         'GET /api/me/export',
+        'POST /api/me/erase',
         'POST /api/logout',
         'POST /api/tokens',
         'GET /api/tokens',
@@ -126,7 +127,7 @@ describe('every route needs a session or a token', () => {
   it('answers 401 without one, on every route but login', async () => {
     const routes = await documentedRoutes();
     // Positive control: the list is the whole API, not an empty loop.
-    expect(routes.length).toBe(40);
+    expect(routes.length).toBe(41);
     expect(routes.filter((route) => route.access === 'public').map((route) => route.url)).toEqual(['/api/login']);
     for (const route of routes.filter((candidate) => candidate.access === 'signed-in')) {
       const response = await call(route.method, route.url, route.method === 'GET' ? {} : { body: {} });
@@ -142,7 +143,7 @@ describe('every route needs a session or a token', () => {
 
   it('refuses a change made with the session cookie but without its CSRF token, and takes it with the token', async () => {
     const routes = (await documentedRoutes()).filter((route) => route.access === 'signed-in' && route.method !== 'GET');
-    expect(routes.length).toBe(24);
+    expect(routes.length).toBe(25);
     // A session of its own, since logging out (last) ends it.
     const browser = await server.signIn(ada);
     const last = (route: { url: string }) => (route.url === '/api/logout' ? 1 : 0);

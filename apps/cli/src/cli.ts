@@ -157,6 +157,17 @@ const commands: Command[] = [
     run: async (args, io) => (await import('./commands/person-export.js')).runPersonExport(args, io),
   },
   {
+    path: ['person', 'erase'],
+    usage: 'roster person erase NAME [--yes | --confirm NAME]',
+    summary: 'Erase everything Roster holds about one person, with every agent and on every channel, for good.',
+    details: [
+      'Facts are forgotten (keyed tombstones); messages and replies to them, handles, learning, lessons',
+      'drawn from their words, link codes, sessions and tokens go; the erase job takes them off the disk.',
+      'Asks for their name in a terminal; --confirm NAME or --yes otherwise. The last owner is refused.',
+    ],
+    run: async (args, io) => (await import('./commands/person-erase.js')).runPersonErase(args, io),
+  },
+  {
     path: ['channel', 'add'],
     usage: `roster channel add ${channelNames} [its options] [--agent NAME] [--policy pairing|allowlist|open] [--allow HANDLE]… [--account A]`,
     summary: 'Store a channel’s token (or link a device, where its platform needs one) and bind it to an agent (or the whole wallet) with who may talk to it.',

@@ -38,6 +38,7 @@ const statusByCode: Readonly<Record<string, number>> = {
   tombstoned: 409,
   rejected_statement: 409,
   link_codes_exhausted: 409,
+  last_owner: 409,
   // Faults of the server, not of the request.
   disk_full: 507,
   database_closed: 500,

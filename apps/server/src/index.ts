@@ -23,6 +23,7 @@ import type { Metrics } from './metrics.js';
 import { learningRoutes } from './routes/learning.js';
 import { memoryRoutes } from './routes/memory.js';
 import { peopleRoutes } from './routes/people.js';
+import { personEraseRoutes } from './routes/person-erase.js';
 import { personExportRoutes } from './routes/person-export.js';
 import { channelLinkRoutes } from './routes/channel-links.js';
 import type { ChannelWebhooks } from '@roster/gateway';
@@ -164,6 +165,7 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
   learningRoutes(context);
   peopleRoutes(context);
   personExportRoutes(context);
+  personEraseRoutes(context);
   channelRoutes(context);
   channelLinkRoutes(context);
   if (options.channels?.webhooks !== undefined) await mountWebhooks(app, options.channels.webhooks);

@@ -57,7 +57,7 @@ export class ConversationStore {
 
   async resolveSender(tx: Transaction, channel: Channel, sender: { personId?: string; externalId?: string }): Promise<Person | null> {
     if (sender.personId !== undefined) {
-      const { rows } = await tx.query<Person>('select id, name, role from people where id = $1', [sender.personId]);
+      const { rows } = await tx.query<Person>('select id, name, role from people where id = $1 and erased_at is null', [sender.personId]);
       if (rows[0] === undefined) throw new RosterError('person_not_found', 'No such person.');
       return rows[0];
     }

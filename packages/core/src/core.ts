@@ -2,6 +2,7 @@ import { createAgentRunner } from './agent-runner.js';
 import { ConversationStore } from './conversation-store.js';
 import { createDirectory } from './directory.js';
 import { LearningEventStore } from './learning-event-store.js';
+import { erasePerson } from './person-erase.js';
 import { exportPerson } from './person-export.js';
 import { purgeAgent } from './purge.js';
 import { createTurnPipeline } from './turn.js';
@@ -60,6 +61,7 @@ export function createCore(options: CoreOptions): Core {
     directory,
     purgeAgent: (name, confirmation) => purgeAgent({ database, memory, directory }, name, confirmation),
     exportPerson: (person) => exportPerson({ database, memory, directory }, person),
+    erasePerson: (person, confirmation, actor) => erasePerson({ database, memory, directory }, person, confirmation, actor),
     transcript: (input) => conversations.transcript({ ...input, limit: Math.min(Math.max(input.limit ?? 100, 1), 500) }),
     sourceMessages: (input) => conversations.sourceMessages(input),
     async correctFact(scope, factId, content, provenance) {

@@ -329,11 +329,11 @@ export function createDirectory(database: Database, options: { defaultEngine?: s
     },
 
     listPeople: () =>
-      database.adminScope('owner: list people', async (tx) => (await tx.query<Person>('select id, name, role from people order by lower(name)')).rows),
+      database.adminScope('owner: list people', async (tx) => (await tx.query<Person>('select id, name, role from people where erased_at is null order by lower(name)')).rows),
 
     firstOwner: () =>
       database.adminScope('owner: find the first owner', async (tx) => {
-        const { rows } = await tx.query<Person>(`select id, name, role from people where role = 'owner' order by created_at, id limit 1`);
+        const { rows } = await tx.query<Person>(`select id, name, role from people where role = 'owner' and erased_at is null order by created_at, id limit 1`);
         return rows[0] ?? null;
       }),
 
@@ -341,7 +341,7 @@ export function createDirectory(database: Database, options: { defaultEngine?: s
       return database.adminScope('owner: find or make the first owner', async (tx) => {
         // One maker at a time, so two first starts make one owner.
         await tx.query(`select pg_advisory_xact_lock(hashtextextended('roster.first_owner', 0))`);
-        const { rows } = await tx.query<Person>(`select id, name, role from people where role = 'owner' order by created_at, id limit 1`);
+        const { rows } = await tx.query<Person>(`select id, name, role from people where role = 'owner' and erased_at is null order by created_at, id limit 1`);
         if (rows[0] !== undefined) return { person: rows[0], created: false };
         const taken = await tx.query('select 1 from people where lower(name) = $1', ['owner']);
         if (taken.rows.length > 0) {
@@ -430,7 +430,7 @@ export function createDirectory(database: Database, options: { defaultEngine?: s
 
     async personById(id) {
       return database.adminScope('owner: find a person by id', async (tx) => {
-        const { rows } = await tx.query<Person>('select id, name, role from people where id::text = $1', [id]);
+        const { rows } = await tx.query<Person>('select id, name, role from people where id::text = $1 and erased_at is null', [id]);
         if (rows[0] === undefined) throw new NotFoundError('person_not_found', `No person ${id}.`);
         return rows[0];
       });

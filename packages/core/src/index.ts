@@ -4,6 +4,7 @@ export { createCore, maxFileBytes, maxFiles, maxMessageLength, type Core, type C
 export { createDirectory, linkCodeLifetimeMs, maxPendingLinkCodes, type Agent, type Channel, type ChannelBinding, type Directory, type Identity, type Person } from './directory.js';
 export type { Engine, EngineFile, EngineMessage, EnginePart, EngineRequest, EngineResult, EngineTool, EngineToolCall, FileKind } from '@roster/contracts';
 export { InvalidInputError, NotFoundError } from './errors.js';
+export type { PersonErasure } from './person-erase.js';
 export { personExportFormatVersion, type ExportedFactVersion, type PersonExport } from './person-export.js';
 export { readMemoryView, type MemoryView, type MemoryViewOptions } from './memory-view.js';
 export { historyMessages, memoryBlock, systemPrefix, type StoredMessage } from './prompt.js';

@@ -1,9 +1,10 @@
 import type { Logger } from '@roster/config';
 import type { Database, Scope } from '@roster/db';
-import { maxTextLength, type Fact, type Memory, type Provenance, type SearchResult } from '@roster/memory';
+import { maxTextLength, type Actor, type Fact, type Memory, type Provenance, type SearchResult } from '@roster/memory';
 import type { Agent, Channel, Directory, Person } from './directory.js';
 import type { Engine, EngineFile, EnginePart, EngineToolCall, InboundMessage } from '@roster/contracts';
 import type { LearningSignal } from './signals.js';
+import type { PersonErasure } from './person-erase.js';
 import type { PersonExport } from './person-export.js';
 
 export type { InboundFile, InboundMessage } from '@roster/contracts';
@@ -123,6 +124,16 @@ export interface Core {
   purgeAgent(name: string, confirmation: string): Promise<{ facts: number; erased: Record<string, number> }>;
   /** Everything Roster holds about one person, read in their own scopes: their facts with every version, messages, identities, learning, lessons citing them, sessions and tokens. */
   exportPerson(person: Person): Promise<PersonExport>;
+  /**
+   * Erase everything Roster holds about one person, with every agent and on
+   * every channel, after their name was typed again as `confirmation`: each
+   * fact forgotten (keyed tombstones), their messages and the replies to
+   * them, learning events, the lessons and approvals drawn from their words,
+   * their handles (which are strangers again), link codes, sessions and
+   * tokens; the erase job queued. Their row stays, without a name, for the
+   * audit; every agent's chain records the erasure. The last owner is refused.
+   */
+  erasePerson(person: Person, confirmation: string, actor: Actor): Promise<PersonErasure>;
   /**
    * A person's own conversation on a channel, as they see it (oldest first,
    * the newest `limit`): what they said, what agents and Roster answered. A

@@ -6,7 +6,7 @@
  */
 export const tablesWithoutContent: Readonly<Record<string, string>> = {
   agents: 'the wallet’s agents: names, job sentences and engines the owner wrote; every turn reads them to route',
-  people: 'the directory: names and roles the owner entered; every turn reads them to route',
+  people: 'the directory: names and roles the owner entered; every turn reads them to route (an erased person’s row keeps no name, and the erase job rewrites the table)',
   embedding_models: 'which embedding models exist and their dimensions',
   conversation_marks: 'how far jobs have read each conversation: ids and times',
   refused_messages: 'a count of refused messages per channel account and day: no words, no handle',

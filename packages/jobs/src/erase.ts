@@ -117,14 +117,16 @@ export async function eraseForgotten(database: Database, options: EraseOptions =
 
 /**
  * The tables of the schema that hold people's words (row-level security is
- * forced on each of them: `tablesWithoutContent` lists the others) and that
- * this role owns, which VACUUM needs.
+ * forced on each of them: `tablesWithoutContent` lists the others), and those
+ * with a column an erasure empties (`erasedPlaces`: people, whose names go
+ * when a person is erased), that this role owns, which VACUUM needs.
  */
 async function tablesHoldingWords(session: Transaction): Promise<string[]> {
   const { rows } = await session.query<{ name: string }>(
     `select c.relname as name from pg_class c
-     where c.relnamespace = 'public'::regnamespace and c.relkind = 'r' and c.relforcerowsecurity and pg_has_role(c.relowner, 'USAGE')
+     where c.relnamespace = 'public'::regnamespace and c.relkind = 'r' and (c.relforcerowsecurity or c.relname = any($1)) and pg_has_role(c.relowner, 'USAGE')
      order by c.relname`,
+    [[...new Set(erasedPlaces.map((place) => place.split('.')[0]!))]],
   );
   return rows.map((row) => row.name);
 }

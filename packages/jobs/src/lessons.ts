@@ -62,7 +62,7 @@ export interface EvidenceEntry {
 
 /** Deciding what rides in an agent's prompts is the owner's: a member or guest cannot. */
 async function refuseUnlessOwner(tx: Transaction, approver: Approver): Promise<{ name: string }> {
-  const { rows } = await tx.query<{ role: string; name: string }>('select role, name from people where id = $1', [approver.personId]);
+  const { rows } = await tx.query<{ role: string; name: string }>('select role, name from people where id = $1 and erased_at is null', [approver.personId]);
   const person = rows[0];
   if (person === undefined) throw new RosterError('person_not_found', 'The approver is not a known person.');
   if (person.role !== 'owner') throw new RosterError('owner_required', `${person.name} is a ${person.role}: only an owner approves, rejects or retires lessons.`);
@@ -234,7 +234,7 @@ export async function listLessons(database: Database, agentId: string): Promise<
       approval_id: string | null;
       evidence: unknown[];
     }>(
-      `select l.id, l.agent_id, l.text, l.status, l.version, l.approved_by, p.name as approver_name, l.approved_at, l.retired_at, l.retired_reason, l.approval_id, l.evidence
+      `select l.id, l.agent_id, l.text, l.status, l.version, l.approved_by, coalesce(p.name, 'a person since erased') as approver_name, l.approved_at, l.retired_at, l.retired_reason, l.approval_id, l.evidence
          from lessons l join people p on p.id = l.approved_by
         where l.agent_id = $1 order by l.approved_at`,
       [agentId],

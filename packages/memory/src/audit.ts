@@ -23,7 +23,7 @@ export interface MemoryEvent {
   /** `system`: Roster itself (sealing a chain from before keying). */
   actor: Actor | { kind: 'system'; id?: string };
   action: string;
-  targetKind: 'fact' | 'tombstone' | 'lesson' | 'agent' | 'approval' | 'mirror_case';
+  targetKind: 'fact' | 'tombstone' | 'lesson' | 'agent' | 'approval' | 'mirror_case' | 'person';
   targetId: string | null;
   detail?: Record<string, unknown>;
 }

@@ -69,7 +69,7 @@ describe('the planner’s statistics', () => {
     const sampled = Object.entries(targets).filter(([, target]) => target !== 0);
     expect(sampled, 'columns that can hold people’s words yet keep statistics (ANALYZE would copy their words into pg_statistic)').toEqual([]);
     // Positive control: text columns that hold no one's words keep the default.
-    const others = await statisticsTargets(['agents.job', 'identities.display_name', 'facts.category']);
+    const others = await statisticsTargets(['agents.job', 'conversations.external_id', 'facts.category']);
     expect(Object.values(others)).toHaveLength(3);
     for (const target of Object.values(others)) expect(target === null || target === -1).toBe(true);
   });

@@ -28,7 +28,7 @@ export const forgetPlaces: Readonly<Record<string, ForgetReach>> = {
   'agents.instructions': noWords('instructions the owner wrote'),
   'agents.engine': noWords('an engine reference'),
   'agents.status': enumeration,
-  'people.name': noWords('the name the owner gave a person'),
+  'people.name': erased('the name the owner gave a person; taken off the row when the person is erased (roster person erase)'),
   'people.role': enumeration,
 
   // Memory.
@@ -73,8 +73,8 @@ export const forgetPlaces: Readonly<Record<string, ForgetReach>> = {
   'conversations.kind': enumeration,
   'conversations.mode': enumeration,
   'identities.channel': enumeration,
-  'identities.external_id': noWords('a handle on a channel: who, not what they said'),
-  'identities.display_name': noWords('the display name a channel reports'),
+  'identities.external_id': erased('a handle on a channel (who, not what they said); deleted when its person is erased'),
+  'identities.display_name': erased('the display name a channel reports; deleted when its person is erased'),
   'link_codes.code': noWords('a single-use code Roster made'),
   'channel_bindings.channel': enumeration,
   'channel_bindings.account': noWords('a channel account id'),

@@ -57,6 +57,7 @@ export async function accountPage(context: PageContext): Promise<void> {
       body.appendChild(tokenRow(context, made));
     },
   });
+  const erased = outcome();
   replace(
     root,
     h('p', null, 'Signed in as ', h('strong', null, me.name), ` (${me.role}).`),
@@ -83,6 +84,37 @@ export async function accountPage(context: PageContext): Promise<void> {
         'Everything Roster holds about you, as one JSON file: what each agent remembers about you with every version, your messages and the replies to them, your channel handles, what you taught, and your sessions and tokens (never the tokens themselves).',
       ),
       h('a', { class: 'button', href: '/api/me/export', download: `roster-export-${me.name}.json` }, 'Download my data'),
+      h(
+        'p',
+        { class: 'hint' },
+        'Erasing takes all of it out of Roster for good, with every agent: what they remember about you, your messages and the replies to them, your channel handles, what you taught, your sessions and tokens. A handle of yours that writes again is a stranger.',
+      ),
+      eraseAction(context, erased),
+      erased.element,
     ),
+  );
+}
+
+/** Erase everything about the signed-in person, behind typing their name; their session goes with it. */
+function eraseAction(context: PageContext, report: ReturnType<typeof outcome>): HTMLElement {
+  const { me } = context;
+  return action(
+    'Erase my data',
+    async () => {
+      const sure = await confirmStep({
+        title: 'Erase everything Roster holds about you?',
+        body: h('p', null, `It cannot be undone. Type ${me.name} to confirm.`),
+        confirm: 'Erase my data',
+        typeToConfirm: me.name,
+      });
+      if (!sure) return;
+      try {
+        await api('POST', '/api/me/erase', { confirm: me.name });
+        window.location.assign('/');
+      } catch (error) {
+        report.fail(error);
+      }
+    },
+    { kind: 'danger' },
   );
 }
