@@ -59,7 +59,7 @@ describe('version and help', () => {
     // The overview names every command, wrapped or not: the width check below reads real help.
     const commands = [
       'start', 'server', 'worker', 'gateway', 'migrate', 'db serve', 'agent add', 'agent list', 'agent archive', 'agent restore',
-      'agent rename', 'agent purge', 'person add', 'person list', 'person link-code', 'person export', 'person erase', 'chat', 'memory list', 'memory forget',
+      'agent rename', 'agent purge', 'person add', 'person list', 'person link-code', 'person export', 'person forget', 'chat', 'memory list', 'memory forget',
       'memory history', 'jobs run', 'mirror report', 'approvals', 'lessons', 'audit head', 'audit verify', 'login-link', 'doctor',
     ];
     for (const command of commands) expect(overview.stdout).toContain(`roster ${command}`);

@@ -9,7 +9,7 @@ import { runRoster, startRoster, tempDataDir } from './support/roster-process.js
  * A person's erasure reaches the disk. Ada (the owner) and Bob each tell
  * Scout and Coder something through `roster chat`; the vacuum job runs
  * ANALYZE (the planner samples column values into pg_statistic) and
- * checkpoints; `roster person erase Bob --yes`; a worker runs the erase job
+ * checkpoints; `roster person forget Bob --yes`; a worker runs the erase job
  * the erasure queued. Every process is then stopped and every byte of every
  * file of the data folder is scanned. The scan after the erasure and before
  * the erase job is the positive control (his words are still in the files);
@@ -86,21 +86,21 @@ describe('erasing a person on the embedded database', () => {
     expect(afterVacuum.length).toBeGreaterThan(0);
 
     // Bad input changes nothing: an unknown person (one line, exit 1), no confirmation off a terminal (exit 2), the wrong name (exit 1).
-    const unknown = await runRoster(['person', 'erase', 'Nobody', '--yes'], env);
+    const unknown = await runRoster(['person', 'forget', 'Nobody', '--yes'], env);
     expect(unknown.code).toBe(1);
-    expect(failure(unknown)).toEqual(['roster person erase: No person named "Nobody". roster person add Nobody adds one.']);
-    const unconfirmed = await runRoster(['person', 'erase', 'Bob'], env);
+    expect(failure(unknown)).toEqual(['roster person forget: No person named "Nobody". roster person add Nobody adds one.']);
+    const unconfirmed = await runRoster(['person', 'forget', 'Bob'], env);
     expect(unconfirmed.code).toBe(2);
-    expect(failure(unconfirmed)).toEqual(['roster person erase: Erasing cannot be undone: confirm with --confirm Bob or --yes. roster person erase --help shows the usage.']);
-    const misnamed = await runRoster(['person', 'erase', 'Bob', '--confirm', 'Rob'], env);
+    expect(failure(unconfirmed)).toEqual(['roster person forget: Erasing cannot be undone: confirm with --confirm Bob or --yes. roster person forget --help shows the usage.']);
+    const misnamed = await runRoster(['person', 'forget', 'Bob', '--confirm', 'Rob'], env);
     expect(misnamed.code).toBe(1);
-    expect(failure(misnamed)).toEqual(['roster person erase: To erase everything Roster holds about Bob, confirm with their name: --confirm Bob (or --yes).']);
-    const onlyOwner = await runRoster(['person', 'erase', 'Ada', '--yes'], env);
+    expect(failure(misnamed)).toEqual(['roster person forget: To erase everything Roster holds about Bob, confirm with their name: --confirm Bob (or --yes).']);
+    const onlyOwner = await runRoster(['person', 'forget', 'Ada', '--yes'], env);
     expect(onlyOwner.code).toBe(1);
-    expect(failure(onlyOwner)).toEqual(['roster person erase: Ada is the only owner: add another owner first (roster person add NAME --role owner), then erase Ada.']);
+    expect(failure(onlyOwner)).toEqual(['roster person forget: Ada is the only owner: add another owner first (roster person add NAME --role owner), then erase Ada.']);
     expect(await chat('Coder', 'Bob', 'what do you know about my laptop')).toBe(`- your laptop is called ${bobWords[1]}`);
 
-    const erased = await roster('person', 'erase', 'Bob', '--yes');
+    const erased = await roster('person', 'forget', 'Bob', '--yes');
     expect(erased).toMatch(/^Erased Bob: 2 facts forgotten, each leaving a keyed tombstone; erased /);
     expect(erased).toContain("in 2 agents’ audit chains");
     expect(JSON.parse(await roster('person', 'list', '--json'))).toEqual([expect.objectContaining({ name: 'Ada' })]);

@@ -46,7 +46,7 @@ afterAll(async () => {
   await fake?.close();
 });
 
-describe('a person erased, after the whole learning loop, on two agents and two doors', () => {
+describe('a person forgetd, after the whole learning loop, on two agents and two doors', () => {
   it('leaves none of their words or their name in any column nor in Redis, makes their handle a stranger, and keeps everything of the other person', async () => {
     const { directory } = loop.roster.core;
     await directory.bindChannel({ channel: 'telegram', agent: 'Coder', policy: 'pairing' });

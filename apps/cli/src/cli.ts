@@ -157,8 +157,8 @@ const commands: Command[] = [
     run: async (args, io) => (await import('./commands/person-export.js')).runPersonExport(args, io),
   },
   {
-    path: ['person', 'erase'],
-    usage: 'roster person erase NAME [--yes | --confirm NAME]',
+    path: ['person', 'forget'],
+    usage: 'roster person forget NAME [--yes | --confirm NAME]',
     summary: 'Erase everything Roster holds about one person, with every agent and on every channel, for good.',
     details: [
       'Facts are forgotten (keyed tombstones); messages and replies to them, handles, learning, lessons',

@@ -35,7 +35,7 @@ const sameName = (a: string, b: string) => a.trim().normalize('NFC').toLowerCase
  * typed again as `confirmation`: every fact about them with every agent is
  * forgotten as a forget does it (a keyed tombstone each, so nothing is
  * learned again from an old message, and the words erased from every copy),
- * then roster_erase_person erases the rest (their lines and the replies to
+ * then roster_erase_person forgets the rest (their lines and the replies to
  * them, learning events, mirror cases, episodes, lessons and approvals drawn
  * from their words, jobs naming them, their handles, link codes, sessions
  * and tokens) and takes the name off their row, which stays for the audit.

@@ -28,7 +28,7 @@ export const forgetPlaces: Readonly<Record<string, ForgetReach>> = {
   'agents.instructions': noWords('instructions the owner wrote'),
   'agents.engine': noWords('an engine reference'),
   'agents.status': enumeration,
-  'people.name': erased('the name the owner gave a person; taken off the row when the person is erased (roster person erase)'),
+  'people.name': erased('the name the owner gave a person; taken off the row when the person is erased (roster person forget)'),
   'people.role': enumeration,
 
   // Memory.

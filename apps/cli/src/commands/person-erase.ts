@@ -15,7 +15,7 @@ import { openRoster } from './roster-runtime.js';
  */
 export async function runPersonErase(args: string[], io: CommandIo, input: NodeJS.ReadStream = process.stdin): Promise<number> {
   const { values, positionals } = parseCommand(args, { confirm: { type: 'string' }, yes: { type: 'boolean' } }, true);
-  if (positionals.length !== 1) throw new UsageError('Name one person: roster person erase NAME [--yes | --confirm NAME].');
+  if (positionals.length !== 1) throw new UsageError('Name one person: roster person forget NAME [--yes | --confirm NAME].');
   refuseTogether(values, 'yes', 'confirm', 'give one way of confirming.');
   if (values.yes !== true && typeof values.confirm !== 'string' && !input.isTTY) {
     throw new UsageError(`Erasing cannot be undone: confirm with --confirm ${positionals[0]!} or --yes.`);

@@ -21,7 +21,7 @@ export function personEraseRoutes({ routes, runtime }: RouteContext): void {
       'Erase everything Roster holds about you, with every agent and on every channel, for good: facts (keyed tombstones), your messages and the replies to them, your channel handles, learning, lessons drawn from your words, link codes, sessions and tokens. Confirm by typing your name. The last owner is refused.',
     access: 'person',
     body: z.object({
-      confirm: z.string().max(80).describe('The name of the person erased, typed again.'),
+      confirm: z.string().max(80).describe('The name of the person forgetd, typed again.'),
       person: z.string().min(1).max(80).optional().describe('Another person, by name: the owner only (403 for anyone else).'),
     }),
     response: { status: 200, schema: erasureSchema },
