@@ -1,5 +1,5 @@
 import { channelNames, channelPlugins } from '@roster/channel-registry';
-import { channelStates } from '@roster/gateway';
+import { channelStates, describeAccounts } from '@roster/gateway';
 import { z } from 'zod';
 import type { RouteContext } from '../context.js';
 import { ApiError } from '../errors.js';
@@ -30,6 +30,17 @@ const channelSchema = z.object({
   linkable: z.boolean(),
   configured: z.boolean(),
   detail: z.string(),
+  accounts: z
+    .array(
+      z.object({
+        account: z.string(),
+        state: z.enum(['receiving', 'standby', 'failing']),
+        holder: z.string().nullable().describe('host:pid:id of the process that receives it (or last did)'),
+        since: z.iso.datetime().nullable(),
+        detail: z.string(),
+      }),
+    )
+    .describe('Each configured bot account: receiving (by which process, since when), standby (a gateway of this process waits; another receives it), or failing and why (nobody receives it).'),
   /** Which credentials this channel takes, and where each comes from: never their values. */
   credentials: z.array(
     z.object({
@@ -47,7 +58,7 @@ const channelSchema = z.object({
  * The channels: their state, their credentials (write only: which are set
  * and from where, never a value), and their bindings (agent and policy).
  */
-export function channelRoutes({ routes, runtime, config, channels }: RouteContext): void {
+export function channelRoutes({ routes, runtime, config, channels, database }: RouteContext): void {
   const { directory } = runtime.core;
 
   async function describeChannels(): Promise<Array<z.infer<typeof channelSchema>>> {
@@ -56,7 +67,9 @@ export function channelRoutes({ routes, runtime, config, channels }: RouteContex
       channels?.credentials.open() ?? {},
       directory.listBindings(),
     ]);
-    return channelStates(config, { credentials: opened, bindings }).map(({ plugin, channel, configured, detail }) => {
+    const states = channelStates(config, { credentials: opened, bindings });
+    const accounts = await describeAccounts(database, states, channels?.holder === undefined ? {} : { self: channels.holder });
+    return states.map(({ plugin, channel, configured, detail }) => {
       const own = stored.find((entry) => entry.channel === channel && entry.account === 'default');
       return {
         channel,
@@ -65,6 +78,7 @@ export function channelRoutes({ routes, runtime, config, channels }: RouteContex
         linkable: plugin.link !== undefined,
         configured,
         detail,
+        accounts: accounts.filter((account) => account.channel === channel).map(({ account, state, holder, since, detail }) => ({ account, state, holder, since, detail })),
         credentials: Object.entries(plugin.credentials).map(([name, spec]) => {
           const fromEnvironment = config.channels[spec.variable] !== undefined;
           const isStored = own?.names.includes(name) ?? false;

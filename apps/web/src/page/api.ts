@@ -192,8 +192,18 @@ export interface ChannelStatus {
   linkable: boolean;
   configured: boolean;
   detail: string;
+  /** Each configured bot account: who receives it, or why nobody does. */
+  accounts: ChannelAccountView[];
   credentials: ChannelCredential[];
   bindings: ChannelBindingView[];
+}
+
+export interface ChannelAccountView {
+  account: string;
+  state: 'receiving' | 'standby' | 'failing';
+  holder: string | null;
+  since: string | null;
+  detail: string;
 }
 
 export interface AuditEvent {
