@@ -115,6 +115,50 @@ describe('who receives a bot account', () => {
   });
 });
 
+describe('a bot account whose channel failed', () => {
+  it('is failing with the reason its holder gave when it let go: another poller took the bot’s updates', { timeout: 300_000 }, async () => {
+    const dir = tempDataDir();
+    cleanups.push(async () => fs.rmSync(dir, { recursive: true, force: true }));
+    const fake = await startFakeTelegram();
+    cleanups.push(() => fake.close());
+    const env = { ROSTER_DATA_DIR: dir, ROSTER_QUEUE_PREFIX: `test-${randomUUID()}`, TELEGRAM_BOT_TOKEN: fake.token, TELEGRAM_API_ROOT: fake.apiRoot };
+    const telegram = async (): Promise<Account> => {
+      const listed = await runRoster(['channel', 'list', '--json'], env);
+      expect(listed.code, listed.stderr).toBe(0);
+      return (JSON.parse(listed.stdout) as Array<{ channel: string; accounts: Account[] }>).find((entry) => entry.channel === 'telegram')!.accounts[0]!;
+    };
+    expect((await runRoster(['migrate'], env)).code).toBe(0);
+    const gateway: RunningRoster = startRoster(['gateway'], { ...env, GATEWAY_PORT: String(await freePort()) });
+    cleanups.push(() => gateway.stop());
+    await gateway.waitForOutput(/gateway is running/);
+    await until(() => fake.calls.includes('getUpdates'), 'the gateway to poll Telegram', 60_000);
+    // Control: receiving while nothing else polls the bot.
+    const before = await telegram();
+    expect(before).toMatchObject({ state: 'receiving', pid: gateway.child.pid });
+
+    // A process outside this installation polls the same bot: Telegram ends the gateway's poll with 409.
+    const { createTelegramAdapter } = await import('@roster/channel-telegram');
+    const outsider = createTelegramAdapter({ token: fake.token, apiRoot: fake.apiRoot });
+    const abort = new AbortController();
+    cleanups.push(async () => {
+      abort.abort();
+      await outsider.stop();
+    });
+    await outsider.start({ signal: abort.signal, onMessage: () => {}, onApprovalPress: async () => ({ text: '', decided: false }) });
+    await until(async () => (await telegram()).state === 'failing', 'the gateway to let the account go', 60_000);
+    const failing = await telegram();
+    expect(failing).toMatchObject({ state: 'failing', holder: before.holder, since: null });
+    expect(failing.detail).toMatch(new RegExp(`^nobody receives it: ${escape(before.holder!)} did, and its channel failed at \\S+: Telegram gave this bot’s updates to another poller \\(409\\)`));
+    const doctor = await runRoster(['doctor', '--json'], env);
+    expect(doctor.code).toBe(1);
+    expect((JSON.parse(doctor.stdout) as { checks: Array<{ name: string; status: string; detail: string }> }).checks.find((check) => check.name === 'telegram')).toMatchObject({
+      status: 'fail',
+      detail: expect.stringContaining(failing.detail),
+    });
+    expect(JSON.stringify(failing) + doctor.stdout).not.toContain(fake.token);
+  });
+});
+
 function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
