@@ -20,6 +20,9 @@ function dataDir(): string {
   return dir;
 }
 
+/** What the doctor says of a bot account no gateway has taken. */
+const nobody = 'nobody receives it: no gateway has taken it yet (start roster gateway or roster start)';
+
 describe('roster doctor, channels', () => {
   it('calls a channel ok only when its platform takes the token, and says why not otherwise', async () => {
     const telegram = await startFakeTelegram();
@@ -39,12 +42,12 @@ describe('roster doctor, channels', () => {
       );
 
     const good = await runRoster(['doctor', '--json'], { ...base, TELEGRAM_BOT_TOKEN: telegram.token, SLACK_BOT_TOKEN: slack.botToken, DISCORD_BOT_TOKEN: discord.token });
-    expect(good.code, good.stdout).toBe(0);
+    // The tokens are good, but no gateway runs: a bot nobody receives fails, with why (Slack over HTTP is every server's).
+    expect(good.code, good.stdout).toBe(1);
     expect(channels(good.stdout)).toEqual({
-      // No gateway runs: the doctor says so of each account that one gateway holds at a time (Slack over HTTP is every server's).
-      telegram: `ok: token accepted: @roster_test_bot at ${telegram.apiRoot}; long polling; no gateway serves it now`,
+      telegram: `fail: token accepted: @roster_test_bot at ${telegram.apiRoot}; long polling; ${nobody}`,
       slack: 'ok: token accepted: roster in The team; events over HTTP at http://127.0.0.1:8420/slack/events',
-      discord: `ok: token accepted: roster at ${discord.apiUrl}; gateway; no gateway serves it now`,
+      discord: `fail: token accepted: roster at ${discord.apiUrl}; gateway; ${nobody}`,
     });
     expect(telegram.calls).toEqual(['getMe']);
     expect(slack.calls).toEqual(['auth.test']);
@@ -61,8 +64,8 @@ describe('roster doctor, channels', () => {
     expect((await runRoster(['channel', 'add', 'telegram', '--token', telegram.token], { ROSTER_DATA_DIR: dir })).code).toBe(0);
     expect((await runRoster(['channel', 'add', 'discord', '--token', discord.token], { ROSTER_DATA_DIR: dir })).code).toBe(0);
     const stored = await runRoster(['doctor', '--json'], base);
-    expect(channels(stored.stdout).telegram).toBe(`ok: token accepted: @roster_test_bot at ${telegram.apiRoot}; long polling; no gateway serves it now`);
-    expect(channels(stored.stdout).discord).toBe(`ok: token accepted: roster at ${discord.apiUrl}; gateway; no gateway serves it now`);
+    expect(channels(stored.stdout).telegram).toBe(`fail: token accepted: @roster_test_bot at ${telegram.apiRoot}; long polling; ${nobody}`);
+    expect(channels(stored.stdout).discord).toBe(`fail: token accepted: roster at ${discord.apiUrl}; gateway; ${nobody}`);
     expect(stored.stdout + stored.stderr).not.toContain(telegram.token);
     expect(stored.stdout + stored.stderr).not.toContain(discord.token);
 
@@ -97,6 +100,7 @@ describe('WhatsApp in roster doctor and roster channel add', () => {
       'Bound whatsapp → the whole wallet; answers linked people only (strangers get the pairing hint).\nWhatsApp is linked already, as +4915550000000; to link another number, unlink this device on the phone first.\n',
     );
     const after = await runRoster(['doctor', '--json'], env);
-    expect(after.stdout).toContain('"name":"whatsapp","status":"ok","detail":"linked as +4915550000000; no gateway serves it now"');
+    // Linked, but no gateway receives it: the doctor fails it and says so.
+    expect(after.stdout).toContain(`"name":"whatsapp","status":"fail","detail":"linked as +4915550000000; ${nobody}"`);
   }, 180_000);
 });

@@ -14,6 +14,7 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   retrieval: () => import('./retrieval.js'),
   locomo: () => import('./locomo.js'),
   jobs: () => import('./jobs.js'),
+  relay: () => import('./relay.js'),
   match: () => import('./match.js'),
   'never-said': () => import('./never-said.js'),
   turns: () => import('./turns.js'),

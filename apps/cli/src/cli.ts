@@ -63,10 +63,11 @@ const commands: Command[] = [
   },
   {
     path: ['db', 'serve'],
-    usage: 'roster db serve [--port N]',
+    usage: 'roster db serve [--port N] [--idle-in-transaction-timeout SECONDS]',
     summary: 'Expose the embedded database over the Postgres wire protocol.',
     details: [
       '--port N   the loopback port to listen on (default 5433)',
+      '--idle-in-transaction-timeout SECONDS   a client idle inside a transaction this long is rolled back and closed (default 30; 0 never)',
       'Prints a connection string for psql, another Roster process (as DATABASE_URL), or an operator.',
       'One connection at a time: the embedded database is a single session.',
       'Other roster commands on the same data folder keep working while it serves.',

@@ -8,59 +8,16 @@ import type { Core } from '@roster/core';
 import type { Database } from '@roster/db';
 import type { AuditLog } from '@roster/memory';
 import { createApprovalDesk } from '@roster/jobs';
+import { defaultAccount, withoutSecrets } from './accounts.js';
+import { channelHost } from './checks.js';
 import { fenced } from './fenced.js';
 import { createLeaseStore, leaseHolderName, type HeldLease } from './lease.js';
 import { channelStates, type ChannelConfig, type StoredSettings } from './settings.js';
 
 export { createLeaseStore, leaseHolderName, type HeldLease, type LeaseHolder, type LeaseStore } from './lease.js';
+export { describeAccounts, holderParts, type AccountReport } from './accounts.js';
+export { channelHost, checkChannels, type ChannelCheck } from './checks.js';
 export { channelStates, serverAddress, type ChannelConfig, type ChannelState, type OpenedCredentials, type StoredBinding, type StoredSettings } from './settings.js';
-
-/** A channel as `roster doctor` reports it. */
-export interface ChannelCheck {
-  channel: string;
-  status: 'ok' | 'fail' | 'off';
-  detail: string;
-}
-
-/** What a plugin is given: the logger, secrets derived from the installation key, and the services of this process. */
-export function channelHost(options: { logger: Logger; key?: InstallationKey; database?: Database; services?: Readonly<Record<string, unknown>> }): ChannelHost {
-  const { key } = options;
-  return {
-    logger: options.logger,
-    derive: (purpose) => {
-      if (key === undefined) throw new Error('The installation key could not be loaded: roster doctor says why.');
-      return key.derive(purpose);
-    },
-    services: { ...(options.database === undefined ? {} : { database: options.database }), ...(key === undefined ? {} : { key }), ...options.services },
-  };
-}
-
-/**
- * Each registered channel checked against its platform (its plugin's
- * `check`: a token tried, a link read), called ok only when the platform
- * takes it; one that is not configured is `off`, one half configured `fail`.
- */
-export async function checkChannels(
-  config: ChannelConfig,
-  options: { stored?: StoredSettings; timeoutMs?: number; database?: Database; key?: InstallationKey; logger: Logger },
-): Promise<ChannelCheck[]> {
-  const host = channelHost({ logger: options.logger, ...(options.key === undefined ? {} : { key: options.key }), ...(options.database === undefined ? {} : { database: options.database }) });
-  return Promise.all(
-    channelStates(config, options.stored).map(async ({ channel, plugin, setup }): Promise<ChannelCheck> => {
-      if (setup.state === 'off') return { channel, status: 'off', detail: setup.detail };
-      if (setup.state === 'incomplete') return { channel, status: 'fail', detail: setup.detail };
-      const check = await plugin.check(setup.settings, host, options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }).catch((error: unknown) => ({
-        status: 'fail' as const,
-        detail: (error as Error).message,
-      }));
-      if (check.status !== 'ok') return { channel, status: check.status, detail: check.detail };
-      const served =
-        options.database === undefined || setup.exclusive === false ? undefined : await createLeaseStore(options.database).holderOf(channel, defaultAccount).catch(() => undefined);
-      const by = served === undefined ? '' : served === null ? '; no gateway serves it now' : `; served by ${served.holder}`;
-      return { channel, status: check.status, detail: `${check.detail}${setup.mode === undefined ? '' : `; ${setup.mode}`}${by}` };
-    }),
-  );
-}
 
 /** The platforms' webhooks (Slack's events, Telegram's updates) a gateway answers, for the server that receives them. */
 export interface ChannelWebhooks {
@@ -152,9 +109,6 @@ interface Running {
   validUntil: number;
 }
 
-/** The bot account Roster serves on each channel. */
-const defaultAccount = 'default';
-
 /**
  * The channel gateway: one adapter per configured channel (from the
  * environment, else from stored credentials), each served through the
@@ -211,6 +165,8 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     const entry = { validUntil: lease === null ? Number.POSITIVE_INFINITY : Date.now() + (leaseMs * 2) / 3 } as Running;
     const served = await serveChannel({
       adapter: lease === null ? adapter : fenced(adapter, () => Date.now() < entry.validUntil),
+      // What its turns store is checked against the lease in the storing transaction: a gateway paused past it stores nothing.
+      ...(lease === null ? {} : { fence: { channel, account: lease.account, holder, token: lease.token } }),
       core: options.core,
       logger: options.logger,
       approvals,
@@ -218,7 +174,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       onStopped(reason) {
         log.error({ channel, reason }, 'the channel stopped receiving: letting go of its account, to try again in a minute');
         resting.set(channel, Date.now() + 60_000);
-        void queue(() => letGo(channel));
+        void queue(() => letGo(channel, withoutSecrets(reason, settings)));
       },
     });
     Object.assign(entry, { channel, settings, adapter, served, lease });
@@ -228,13 +184,13 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
 
   /** Stop serving a channel and release its lease (when still ours). */
   const stopping = new Set<ServedChannel>(); // channels being stopped: they finish the answers under way first
-  async function letGo(channel: string): Promise<void> {
+  async function letGo(channel: string, error?: string): Promise<void> {
     const current = running.get(channel);
     if (current === undefined) return;
     running.delete(channel);
     stopping.add(current.served);
     await current.served.stop().finally(() => stopping.delete(current.served));
-    if (current.lease !== null) await leases.release(current.lease, holder).catch((error: unknown) => log.warn({ channel, err: error }, 'the lease could not be released; it lapses on its own'));
+    if (current.lease !== null) await leases.release(current.lease, holder, error).catch((error: unknown) => log.warn({ channel, err: error }, 'the lease could not be released; it lapses on its own'));
   }
 
   /** Start, restart or stop each channel to match the configuration and what is stored; take the leases that are free. */
@@ -280,7 +236,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
         await startChannel(state.channel, lease, await state.plugin.create(state.setup.settings, host), settings);
         log.info({ channel: state.channel, token: lease.token }, tookOver ? 'took over the bot account' : 'serving the bot account');
       } catch (error) {
-        await leases.release(lease, holder).catch(() => undefined);
+        await leases.release(lease, holder, withoutSecrets(`it could not start: ${(error as Error).message}`, settings)).catch(() => undefined);
         if (failHard) throw error;
         failing.add(state.channel);
         log.error({ channel: state.channel, err: error }, 'channel could not start with its new settings; fix them with roster channel add or on the page');

@@ -17,6 +17,20 @@ export interface LeaseHolder {
   expiresAt: Date;
 }
 
+/** A lease row as stored: who holds (or last held) an account, since when, until when, and why it was let go. */
+export interface LeaseRow {
+  channel: string;
+  account: string;
+  holder: string;
+  token: number;
+  acquiredAt: Date;
+  expiresAt: Date;
+  /** Whether the lease is in force now (by the database's clock). */
+  held: boolean;
+  lastError: string | null;
+  releasedAt: Date | null;
+}
+
 /**
  * The leases on bot accounts, in Postgres (the embedded database too): one
  * row per channel account. Taking one succeeds when there is none, when it
@@ -37,7 +51,9 @@ export function createLeaseStore(database: Database) {
                  token = channel_leases.token + case when channel_leases.holder = excluded.holder then 0 else 1 end,
                  acquired_at = case when channel_leases.holder = excluded.holder then channel_leases.acquired_at else now() end,
                  renewed_at = now(),
-                 expires_at = excluded.expires_at
+                 expires_at = excluded.expires_at,
+                 last_error = null,
+                 released_at = null
              where channel_leases.expires_at < now() or channel_leases.holder = excluded.holder
            returning token`,
           [channel, account, holder, ttlMs],
@@ -57,15 +73,35 @@ export function createLeaseStore(database: Database) {
       });
     },
 
-    async release(lease: HeldLease, holder: string): Promise<void> {
+    /** Let the lease go at once; `error` says why when the channel failed (shown by `roster channel list` and the doctor until another gateway takes it). */
+    async release(lease: HeldLease, holder: string, error?: string): Promise<void> {
       await database.adminScope('gateway: release a bot account’s lease', (tx) =>
-        tx.query(`update channel_leases set expires_at = now() - interval '1 millisecond' where channel = $1 and account = $2 and holder = $3 and token = $4`, [
-          lease.channel,
-          lease.account,
-          holder,
-          lease.token,
-        ]),
+        tx.query(
+          `update channel_leases set expires_at = now() - interval '1 millisecond', released_at = now(), last_error = $5
+           where channel = $1 and account = $2 and holder = $3 and token = $4`,
+          [lease.channel, lease.account, holder, lease.token, error === undefined ? null : error.slice(0, 500)],
+        ),
       );
+    },
+
+    /** Every account's lease row as it stands, held or not, for the reports of who receives what. */
+    async rows(): Promise<LeaseRow[]> {
+      return database.adminScope('gateway: read the bot accounts’ leases', async (tx) => {
+        const { rows } = await tx.query<{ channel: string; account: string; holder: string; token: string; acquired_at: Date; expires_at: Date; held: boolean; last_error: string | null; released_at: Date | null }>(
+          `select channel, account, holder, token, acquired_at, expires_at, expires_at >= now() as held, last_error, released_at from channel_leases order by channel, account`,
+        );
+        return rows.map((row) => ({
+          channel: row.channel,
+          account: row.account,
+          holder: row.holder,
+          token: Number(row.token),
+          acquiredAt: row.acquired_at,
+          expiresAt: row.expires_at,
+          held: row.held,
+          lastError: row.last_error,
+          releasedAt: row.released_at,
+        }));
+      });
     },
 
     /** Every account's lease, held or lapsed, for metrics: channel, account, holder and whether it is held now. */

@@ -26,4 +26,6 @@ export interface ServerChannels {
   webhooks?: ChannelWebhooks;
   /** Tell the gateway of this process that credentials changed. */
   changed?: () => Promise<void>;
+  /** The lease-holder name of the gateway in this process: an account another process receives is its standby. */
+  holder?: string;
 }

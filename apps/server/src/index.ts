@@ -26,7 +26,7 @@ import { peopleRoutes } from './routes/people.js';
 import { personEraseRoutes } from './routes/person-erase.js';
 import { personExportRoutes } from './routes/person-export.js';
 import { channelLinkRoutes } from './routes/channel-links.js';
-import type { ChannelWebhooks } from '@roster/gateway';
+import { channelStates, describeAccounts, type ChannelWebhooks } from '@roster/gateway';
 
 export type { ServerChannels } from './context.js';
 export { bullBoardPath, readOnlyBullBoardPath } from './bull-board.js';
@@ -69,6 +69,13 @@ export interface Health {
   /** `ok` when a write went through, else why not. */
   writes: string;
   redis: string;
+  /**
+   * Each configured bot account: `receiving` (by which process, since when),
+   * `standby` (this process's gateway waits; another receives it), or
+   * `failing` and why. One failing account (nobody receives the bot) makes
+   * `ok` false and the answer 503, as a failing database does.
+   */
+  channels: Array<{ channel: string; account: string; state: 'receiving' | 'standby' | 'failing'; holder: string | null; since: string | null; detail: string }>;
 }
 
 /** Request bodies are read as UTF-8, strictly. */
@@ -150,7 +157,7 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
   });
 
   app.get('/healthz', async (_request, reply) => {
-    const health = await checkHealth(database, options.redisUrl);
+    const health = await checkHealth(database, options.redisUrl, { config, ...(options.channels === undefined ? {} : { channels: options.channels }) });
     return reply.status(health.ok ? 200 : 503).send(health);
   });
 
@@ -246,7 +253,7 @@ function trustHops(hops: number): (address: string, hop: number) => boolean {
 }
 
 /** The state of the database and Redis, as `/healthz` and `doctor` report it. */
-export async function checkHealth(database: Database, redisUrl: string): Promise<Health> {
+export async function checkHealth(database: Database, redisUrl: string, served?: { config: Config; channels?: ServerChannels }): Promise<Health> {
   let postgres: string | null = null;
   let pgvector: string | null = null;
   let databaseOk = false;
@@ -260,7 +267,20 @@ export async function checkHealth(database: Database, redisUrl: string): Promise
   }
   const writes = await probeWrites(database);
   const redis = await redisStatus(redisUrl);
-  return { ok: databaseOk && writes === 'ok' && redis === 'ok', database: database.kind, postgres, pgvector, writes, redis };
+  const channels = served === undefined ? [] : await channelHealth(database, served.config, served.channels);
+  const channelsOk = channels.every((account) => account.state !== 'failing');
+  return { ok: databaseOk && writes === 'ok' && redis === 'ok' && channelsOk, database: database.kind, postgres, pgvector, writes, redis, channels };
+}
+
+/** Who receives each configured bot account, as `/healthz` says it; leases that cannot be read fail every account that needs one. */
+async function channelHealth(database: Database, config: Config, channels: ServerChannels | undefined): Promise<Health['channels']> {
+  try {
+    const credentials = (await channels?.credentials.open()) ?? {};
+    const accounts = await describeAccounts(database, channelStates(config, { credentials, bindings: [] }), channels?.holder === undefined ? {} : { self: channels.holder });
+    return accounts.map(({ channel, account, state, holder, since, detail }) => ({ channel, account, state, holder, since, detail }));
+  } catch (error) {
+    return [{ channel: '*', account: '*', state: 'failing', holder: null, since: null, detail: `who receives the bot accounts could not be read: ${(error as Error).message}` }];
+  }
 }
 
 /**

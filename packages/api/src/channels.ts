@@ -17,6 +17,15 @@ export const channelCredentialSchema = z.object({
   updatedAt: time.nullable(),
 });
 
+/** Who receives a configured bot account, or why nobody does. */
+export const channelAccountSchema = z.object({
+  account: z.string(),
+  state: z.enum(['receiving', 'standby', 'failing']),
+  holder: z.string().nullable().describe('host:pid:id of the process that receives it (or last did)'),
+  since: time.nullable(),
+  detail: z.string(),
+});
+
 export const channelSchema = z.object({
   channel: z.string(),
   /** How people write it (`Telegram`), and what serving it takes: from its plugin. */
@@ -26,6 +35,9 @@ export const channelSchema = z.object({
   linkable: z.boolean(),
   configured: z.boolean(),
   detail: z.string(),
+  accounts: z
+    .array(channelAccountSchema)
+    .describe('Each configured bot account: receiving (by which process, since when), standby (a gateway of this process waits; another receives it), or failing and why (nobody receives it).'),
   credentials: z.array(channelCredentialSchema),
   bindings: z.array(bindingSchema),
 });
@@ -46,4 +58,5 @@ export const channelLinkSchema = z.object({
 export type ChannelBinding = z.output<typeof bindingSchema>;
 export type ChannelCredential = z.output<typeof channelCredentialSchema>;
 export type ChannelStatus = z.output<typeof channelSchema>;
+export type ChannelAccount = z.output<typeof channelAccountSchema>;
 export type ChannelLink = z.output<typeof channelLinkSchema>;

@@ -1,5 +1,5 @@
 import type { Logger } from '@roster/config';
-import type { Core, InboundFile, Person, TurnResult } from '@roster/core';
+import type { Core, InboundFile, MessageFence, Person, TurnResult } from '@roster/core';
 import { RosterError } from '@roster/errors';
 import type { ApprovalPress, ApprovalRequest, ChannelAdapter, ChannelEvent, ChannelTarget } from '@roster/contracts';
 import { RecentDeliveries } from './dedupe.js';
@@ -45,6 +45,8 @@ export interface ServeChannelOptions {
   streaming?: { afterMs?: number; everyMs?: number } | false;
   /** The adapter stopped receiving on its own (`ChannelStartOptions.onStopped`). */
   onStopped?(reason: string): void;
+  /** The bot account's lease this channel is served under: what its turns store is checked against it (`TurnOptions.fence`). */
+  fence?: MessageFence;
 }
 
 /** A channel being served: its adapter receiving, every answer going back through the same road. */
@@ -262,11 +264,17 @@ export async function serveChannel(options: ServeChannelOptions): Promise<Served
       result = await core.handle(files.length === 0 ? { ...inbound, text: words } : { ...inbound, files }, {
         commandPrefix: adapter.capabilities.commandPrefix,
         signal: stopping.signal,
+        ...(options.fence === undefined ? {} : { fence: options.fence }),
         ...(streaming ? { onPart: (agent: string, part: { type: string; text?: string }) => stream.onPart(agent, part) } : {}),
       });
     } catch (error) {
       await stream.drain();
       stopTyping();
+      if (RosterError.isInstance(error) && error.code === 'lease_lost') {
+        // Another gateway holds the account now: it answers; this one neither stores nor says anything more.
+        log?.warn('a turn was refused: this gateway no longer holds the bot account');
+        return;
+      }
       if (stopping.signal.aborted || (RosterError.isInstance(error) && error.code === 'database_closed')) {
         // Cut short by this process stopping: nothing of the turn was kept, and the person is not told an internal reason.
         log?.warn({ err: error }, 'a turn was cut short by the stop');

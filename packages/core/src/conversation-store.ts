@@ -4,7 +4,7 @@ import { RosterError } from '@roster/errors';
 import { redactSecrets } from '@roster/memory';
 import type { Channel, Person } from './directory.js';
 import type { StoredMessage } from './prompt.js';
-import type { SourceMessage, TranscriptLine } from './types.js';
+import type { MessageFence, SourceMessage, TranscriptLine } from './types.js';
 
 /** A bot account's binding: which agent it serves and who may talk to it. */
 export interface Binding {
@@ -38,6 +38,19 @@ const turnPollMs = 25;
  * the sender is known) runs as roster_ops; an agent's reading of its history
  * and its reply run in the agent's own scope, so Postgres decides what it sees.
  */
+/**
+ * Refuse to store for a door whose bot account's lease is no longer the one
+ * it acts under (another gateway took the account over); the lease row stays
+ * locked for share until the storing transaction ends. No fence: nothing to check.
+ */
+export async function checkFence(tx: Transaction, fence: MessageFence | undefined): Promise<void> {
+  if (fence === undefined) return;
+  const { rows } = await tx.query<{ holds: boolean }>('select roster_lease_holds($1, $2, $3, $4) as holds', [fence.channel, fence.account, fence.holder, fence.token]);
+  if (rows[0]?.holds !== true) {
+    throw new RosterError('lease_lost', `This gateway no longer holds the ${fence.channel} bot account (another one took it over): nothing was stored.`);
+  }
+}
+
 export class ConversationStore {
   /** This process's name on the conversations whose turn it holds. */
   private readonly holder = randomUUID();
@@ -164,10 +177,11 @@ export class ConversationStore {
   }
 
   /** A notice from Roster itself (a /agent switch), kept in the transcript for everyone there. */
-  async storeNotice(conversationId: string, personId: string | null, text: string): Promise<void> {
-    await this.database.adminScope('core: store a notice', (tx) =>
-      this.storeMessage(tx, { conversationId, externalId: null, role: 'system', personId, agentId: null, text, visibility: 'conversation' }),
-    );
+  async storeNotice(conversationId: string, personId: string | null, text: string, fence?: MessageFence): Promise<void> {
+    await this.database.adminScope('core: store a notice', async (tx) => {
+      await checkFence(tx, fence);
+      await this.storeMessage(tx, { conversationId, externalId: null, role: 'system', personId, agentId: null, text, visibility: 'conversation' });
+    });
   }
 
   /**

@@ -8,7 +8,7 @@ import { purgeAgent } from './purge.js';
 import { createTurnPipeline } from './turn.js';
 import type { Core, CoreOptions } from './types.js';
 
-export { maxFileBytes, maxFiles, maxMessageLength, type Core, type CoreOptions, type InboundFile, type InboundMessage, type Reply, type SourceMessage, type TranscriptLine, type TurnObserver, type TurnOptions, type TurnOutcome, type TurnRecord, type TurnResult } from './types.js';
+export { maxFileBytes, maxFiles, maxMessageLength, type Core, type CoreOptions, type InboundFile, type InboundMessage, type Reply, type SourceMessage, type TranscriptLine, type MessageFence, type TurnObserver, type TurnOptions, type TurnOutcome, type TurnRecord, type TurnResult } from './types.js';
 
 /**
  * The conversation core, wired: the directory, the stores (conversations and

@@ -1,6 +1,6 @@
 export { helpText, pairingHint, parseCommand, type CommandName } from './commands.js';
 export { currentTurn, runInTurn, type TurnContext } from './context.js';
-export { createCore, maxFileBytes, maxFiles, maxMessageLength, type Core, type CoreOptions, type InboundFile, type InboundMessage, type Reply, type SourceMessage, type TranscriptLine, type TurnObserver, type TurnOptions, type TurnOutcome, type TurnRecord, type TurnResult } from './core.js';
+export { createCore, maxFileBytes, maxFiles, maxMessageLength, type Core, type CoreOptions, type InboundFile, type InboundMessage, type Reply, type SourceMessage, type TranscriptLine, type MessageFence, type TurnObserver, type TurnOptions, type TurnOutcome, type TurnRecord, type TurnResult } from './core.js';
 export { createDirectory, linkCodeLifetimeMs, maxPendingLinkCodes, type Agent, type Channel, type ChannelBinding, type Directory, type Identity, type Person } from './directory.js';
 export type { Engine, EngineFile, EngineMessage, EnginePart, EngineRequest, EngineResult, EngineTool, EngineToolCall, FileKind } from '@roster/contracts';
 export { InvalidInputError, NotFoundError } from './errors.js';

@@ -5,7 +5,7 @@ import { normalizeText, validateText, type Memory } from '@roster/memory';
 import type { AgentAnswer, RunAgent } from './agent-runner.js';
 import { pairingHint, parseCommand, runCommand } from './commands.js';
 import type { TurnContext } from './context.js';
-import type { Binding, ConversationRow, ConversationStore, Visibility } from './conversation-store.js';
+import { checkFence, type Binding, type ConversationRow, type ConversationStore, type Visibility } from './conversation-store.js';
 import type { Agent, Directory, Person } from './directory.js';
 import { InvalidInputError } from './errors.js';
 import type { EngineFile } from '@roster/contracts';
@@ -144,8 +144,9 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
     // 3. Store the message once: its files as a marker, never their bytes.
     const marker = fileMarker(files);
     const said = marker === '' ? text : text === '' ? marker : `${text}\n${marker}`;
-    const message = await database.adminScope('core: store an inbound message', (tx) =>
-      conversations.storeMessage(tx, {
+    const message = await database.adminScope('core: store an inbound message', async (tx) => {
+      await checkFence(tx, turn.fence);
+      return conversations.storeMessage(tx, {
         conversationId: conversation.id,
         externalId: inbound.externalMessageId ?? null,
         role: 'person',
@@ -154,8 +155,8 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
         text: inbound.quoted === undefined ? said : `${said}\n\n[quoted]\n${inbound.quoted}`,
         visibility: 'conversation',
         untrusted: inbound.quoted !== undefined,
-      }),
-    );
+      });
+    });
     const base = { messageId: message.id, conversationId: conversation.id, person };
     if (message.duplicate) {
       if (tally !== null) tally.outcome = 'duplicate';
@@ -163,7 +164,7 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
     }
 
     const notice = async (words: string): Promise<TurnResult> => {
-      await conversations.storeNotice(conversation.id, person?.id ?? null, words);
+      await conversations.storeNotice(conversation.id, person?.id ?? null, words, turn.fence);
       return { ...base, duplicate: false, replies: [], notice: words, signals: [] };
     };
 
@@ -258,6 +259,7 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
         const answer = held ? { ...given, text: `${agent.name}'s reply repeated words that were just forgotten; it is not kept.` } : given;
         // 7. Follow-up jobs, in the agent's scope, written in the reply's own transaction: a reply is never kept without them.
         const replyId = await conversations.storeReply(scope, { conversationId: conversation.id, agentId: agent.id, text: answer.text, visibility }, async (tx) => {
+          await checkFence(tx, turn.fence);
           if (scope === null) return;
           await conversations.enqueue(tx, {
             queue: 'extract',

@@ -23,6 +23,22 @@ export interface TurnOptions {
    * `/`; Slack keeps `/` for its own slash commands, so there it is `/roster `).
    */
   commandPrefix?: string;
+  /**
+   * The bot account's lease this door acts under (a gateway's): everything
+   * the turn stores (the message, a notice, the replies) is stored only while
+   * that lease still carries this holder and token, checked in the storing
+   * transaction. A gateway whose lease was taken over stores nothing: the
+   * turn fails with `lease_lost`.
+   */
+  fence?: MessageFence;
+}
+
+/** A bot account's lease as its holder knows it: see `TurnOptions.fence`. */
+export interface MessageFence {
+  channel: string;
+  account: string;
+  holder: string;
+  token: number;
 }
 
 export interface Reply {

@@ -13,4 +13,5 @@ export { tablesWithoutContent } from './catalog.js';
 export { probeWrites } from './health.js';
 export { isConnectionLost } from './transaction.js';
 export { assertScope, isUuid, type Scope } from './scope.js';
-export { serveEmbeddedDatabase, type ServedDatabase } from './serve.js';
+export { serveEmbeddedDatabase, type ServedDatabase, type ServeOptions } from './serve.js';
+export { defaultIdleInTransactionMs } from './password-gate.js';

@@ -23,7 +23,17 @@ export interface PasswordGateOptions {
   password: string;
   /** The Unix socket of the database the gate hands authenticated clients to. */
   upstreamPath: string;
+  /**
+   * How long a client may sit idle inside a transaction (default 30 s), as
+   * Postgres's idle_in_transaction_session_timeout: then the gate rolls the
+   * transaction back in the shared session and closes that client with
+   * SQLSTATE 25P03. 0 never does.
+   */
+  idleInTransactionMs?: number;
 }
+
+/** The default of `idleInTransactionMs`. */
+export const defaultIdleInTransactionMs = 30_000;
 
 export interface PasswordGate {
   /** The port it listens on (the one asked for, or the one given for 0). */
@@ -77,12 +87,42 @@ export async function startPasswordGate(options: PasswordGateOptions): Promise<P
       }
       sessionOpen = true;
       let released = false;
+      /** Set once the client was let go for idling in a transaction: the upstream is rolled back before it is closed. */
+      let rollingBack = false;
       const release = () => {
-        if (released) return;
+        if (released || rollingBack) return;
         released = true;
         sessionOpen = false;
         upstream.destroy();
         client.destroy();
+      };
+      const idleMs = options.idleInTransactionMs ?? defaultIdleInTransactionMs;
+      let idle: NodeJS.Timeout | undefined;
+      const stopIdle = () => {
+        if (idle !== undefined) clearTimeout(idle);
+        idle = undefined;
+      };
+      /** After a ReadyForQuery inside a transaction, the client has `idleMs` to say something. */
+      const watchIdle = () => {
+        stopIdle();
+        if (idleMs > 0 && session.transactionStatus() !== 'I') idle = setTimeout(expire, idleMs);
+      };
+      const expire = () => {
+        idle = undefined;
+        rollingBack = true;
+        client.removeAllListeners('data');
+        upstream.removeAllListeners('data');
+        client.end(errorResponse('25P03', `terminating connection due to idle-in-transaction timeout (${idleMs / 1000} s, roster db serve --idle-in-transaction-timeout): its transaction was rolled back`));
+        // The session is every Roster process's: roll back there, then hang up, and only then take the next client.
+        let answer = Buffer.alloc(0);
+        upstream.on('data', (chunk: Buffer) => {
+          answer = Buffer.concat([answer, chunk]);
+          if (!readyForQuery(answer)) return;
+          rollingBack = false;
+          upstream.end(terminate);
+          release();
+        });
+        upstream.write(simpleQuery('rollback'));
       };
       // Released as soon as the client hangs up, so that it may connect again at once.
       client.on('end', release);
@@ -92,13 +132,22 @@ export async function startPasswordGate(options: PasswordGateOptions): Promise<P
       const upstream = net.createConnection(options.upstreamPath, () => {
         upstream.write(startup!);
         if (rest.length > 0) upstream.write(session.fromClient(rest));
-        relay(client, upstream, (chunk) => session.fromClient(chunk));
-        relay(upstream, client, (chunk) => session.fromDatabase(chunk));
+        relay(client, upstream, (chunk) => {
+          stopIdle();
+          return session.fromClient(chunk);
+        });
+        relay(upstream, client, (chunk) => {
+          const out = session.fromDatabase(chunk);
+          watchIdle();
+          return out;
+        });
         client.resume();
       });
       sockets.add(upstream);
       upstream.on('close', () => {
         sockets.delete(upstream);
+        stopIdle();
+        rollingBack = false;
         release();
       });
       upstream.on('error', () => {
@@ -183,6 +232,28 @@ function relay(from: net.Socket, to: net.Socket, filter: (chunk: Buffer) => Buff
   });
   from.on('end', () => to.end());
 }
+
+/** Whether `bytes`, the database's answer, holds a ReadyForQuery message. */
+function readyForQuery(bytes: Buffer): boolean {
+  let at = 0;
+  while (bytes.length - at >= 5) {
+    if (bytes[at] === 0x5a) return true;
+    at += bytes.readInt32BE(at + 1) + 1;
+  }
+  return false;
+}
+
+/** A simple Query message. */
+function simpleQuery(sql: string): Buffer {
+  const body = Buffer.from(`${sql}\0`, 'utf8');
+  const header = Buffer.alloc(5);
+  header.write('Q', 0, 'latin1');
+  header.writeInt32BE(4 + body.length, 1);
+  return Buffer.concat([header, body]);
+}
+
+/** The Terminate message. */
+const terminate = Buffer.from([0x58, 0, 0, 0, 4]);
 
 /** Equal-length values for `timingSafeEqual`, whatever the lengths of the inputs. */
 function digest(value: Buffer): Buffer {

@@ -38,7 +38,15 @@ export interface ServedDatabase {
  * through it notice and keep a pool of one. A folder whose path is too long for a socket is opened by
  * this process alone, and served on a socket in a private temporary folder.
  */
-export async function serveEmbeddedDatabase(given: { dataDir: string; host?: string; port: number }): Promise<ServedDatabase> {
+/** What `roster db serve` is given: the folder, where to listen, and how long a client may idle in a transaction (see `PasswordGateOptions`). */
+export interface ServeOptions {
+  dataDir: string;
+  host?: string;
+  port: number;
+  idleInTransactionMs?: number;
+}
+
+export async function serveEmbeddedDatabase(given: ServeOptions): Promise<ServedDatabase> {
   const options = { ...given, dataDir: path.resolve(given.dataDir) };
   if (!canShareFolder(options.dataDir)) return serveAlone(options);
   const host = options.host ?? '127.0.0.1';
@@ -51,7 +59,7 @@ export async function serveEmbeddedDatabase(given: { dataDir: string; host?: str
     await migrate(database);
     held = await pool.connect();
     const password = randomBytes(18).toString('base64url');
-    gate = await startPasswordGate({ host, port: options.port, user: servedUser, password, upstreamPath: embeddedSocketPath(options.dataDir) }).catch((error: Error) => {
+    gate = await startPasswordGate({ host, port: options.port, user: servedUser, password, upstreamPath: embeddedSocketPath(options.dataDir), ...idleOption(options) }).catch((error: Error) => {
       throw new RosterError('port_unavailable', `Cannot listen on ${host}:${options.port}: ${error.message}. Pick another port with --port.`, { cause: error });
     });
     return {
@@ -71,7 +79,7 @@ export async function serveEmbeddedDatabase(given: { dataDir: string; host?: str
 }
 
 /** The database of a folder that cannot be shared, opened by this process alone and served from it. */
-async function serveAlone(options: { dataDir: string; host?: string; port: number }): Promise<ServedDatabase> {
+async function serveAlone(options: ServeOptions): Promise<ServedDatabase> {
   const { pglite, release } = await openPglite(options.dataDir);
   const host = options.host ?? '127.0.0.1';
   const pool = pglitePool(pglite);
@@ -99,7 +107,7 @@ async function serveAlone(options: { dataDir: string; host?: string; port: numbe
     throw new RosterError('database_unavailable', `Cannot serve the embedded database on ${socket.path}: ${(error as Error).message}.`, { cause: error });
   }
   try {
-    gate = await startPasswordGate({ host, port: options.port, user: servedUser, password, upstreamPath: socket.path });
+    gate = await startPasswordGate({ host, port: options.port, user: servedUser, password, upstreamPath: socket.path, ...idleOption(options) });
   } catch (error) {
     await server.stop();
     socket.remove();
@@ -131,4 +139,8 @@ function privateSocketPath(dataDir: string): { path: string; remove(): void } {
   if (inside.length <= maxSocketPath) return { path: inside, remove: () => fs.rmSync(inside, { force: true }) };
   const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'roster-served-'));
   return { path: path.join(folder, '.s.PGSQL.served'), remove: () => fs.rmSync(folder, { recursive: true, force: true }) };
+}
+
+function idleOption(options: ServeOptions): { idleInTransactionMs?: number } {
+  return options.idleInTransactionMs === undefined ? {} : { idleInTransactionMs: options.idleInTransactionMs };
 }

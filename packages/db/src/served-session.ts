@@ -26,6 +26,11 @@ export interface ServedSession {
   fromClient(chunk: Buffer): Buffer;
   /** The database's bytes in; what to send to the client. */
   fromDatabase(chunk: Buffer): Buffer;
+  /**
+   * The transaction status of the last ReadyForQuery the database sent:
+   * `I` idle, `T` in a transaction, `E` in a failed transaction.
+   */
+  transactionStatus(): 'I' | 'T' | 'E';
 }
 
 /** One request–ReadyForQuery cycle, and whether the gate put a refusal in it whose completions are still to be kept from the client. */
@@ -53,6 +58,7 @@ export function servedSession(): ServedSession {
   };
   let droppingUntilSync = false;
   let held: Buffer[] = [];
+  let status: 'I' | 'T' | 'E' = 'I';
 
   return {
     fromClient(chunk) {
@@ -144,10 +150,15 @@ export function servedSession(): ServedSession {
         }
         release();
         out.push(message);
-        if (type === 'Z') cycles.shift();
+        if (type === 'Z') {
+          cycles.shift();
+          status = String.fromCharCode(message[5] ?? 0x49) as 'I' | 'T' | 'E';
+        }
       }
       return Buffer.concat(out);
     },
+
+    transactionStatus: () => status,
   };
 }
 

@@ -4,7 +4,7 @@ import type { Config } from '@roster/config';
 import type { AnyChannelPlugin } from '@roster/contracts';
 import type { ChannelBinding } from '@roster/core';
 import { UsageError } from '@roster/errors';
-import { channelHost, channelStates } from '@roster/gateway';
+import { channelHost, channelStates, describeAccounts } from '@roster/gateway';
 import type { CommandIo } from '../io.js';
 import { exitCode } from '../io.js';
 import { parseCommand } from '../parse.js';
@@ -194,16 +194,20 @@ export async function runChannelList(args: string[], io: CommandIo): Promise<num
   try {
     const bindings = await roster.core.directory.listBindings();
     const statuses = channelStates(config, { credentials: await createChannelCredentialStore(database, key, channelPlugins).open(), bindings });
+    // Who receives each configured bot account now (the leases): receiving, or failing and why.
+    const accounts = await describeAccounts(database, statuses);
     const channels = statuses.map((status) => ({
       channel: status.channel,
       configured: status.configured,
       detail: status.detail,
+      accounts: accounts.filter((account) => account.channel === status.channel),
       bindings: bindings.filter((binding) => binding.channel === status.channel),
     }));
     if (values.json === true) io.out(JSON.stringify(channels));
     else {
       for (const entry of channels) {
         io.out(`${entry.channel.padEnd(8)}  ${entry.detail}`);
+        for (const account of entry.accounts) io.out(`          ${account.state}: ${account.detail}`);
         if (entry.configured && entry.bindings.length === 0) io.out('          no binding: linked people only, to the only agent or the one they pick with /agent');
         for (const binding of entry.bindings) io.out(`          ${describe(binding, config)}`);
       }

@@ -79,7 +79,7 @@ export async function runServices(args: string[], io: CommandIo, services: reado
         logger,
         key,
         metrics,
-        channels: { credentials, ...(gateway === undefined ? {} : { webhooks: gateway.webhooks, changed: gateway.reload }) },
+        channels: { credentials, ...(gateway === undefined ? {} : { webhooks: gateway.webhooks, changed: gateway.reload, holder: gateway.holder }) },
         ...(queues === undefined ? {} : { queues: Object.values(queues.queues) }),
       });
       const address = await listen(app, config);

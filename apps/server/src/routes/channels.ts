@@ -1,6 +1,6 @@
 import { bindingSchema, channelSchema } from '@roster/api';
 import { channelNames, channelPlugins } from '@roster/channel-registry';
-import { channelStates } from '@roster/gateway';
+import { channelStates, describeAccounts } from '@roster/gateway';
 import { z } from 'zod';
 import type { RouteContext } from '../context.js';
 import { ApiError } from '../errors.js';
@@ -19,7 +19,7 @@ const takingCredentials = z
  * The channels: their state, their credentials (write only: which are set
  * and from where, never a value), and their bindings (agent and policy).
  */
-export function channelRoutes({ routes, runtime, config, channels }: RouteContext): void {
+export function channelRoutes({ routes, runtime, config, channels, database }: RouteContext): void {
   const { directory } = runtime.core;
 
   async function describeChannels(): Promise<Array<z.infer<typeof channelSchema>>> {
@@ -28,7 +28,9 @@ export function channelRoutes({ routes, runtime, config, channels }: RouteContex
       channels?.credentials.open() ?? {},
       directory.listBindings(),
     ]);
-    return channelStates(config, { credentials: opened, bindings }).map(({ plugin, channel, configured, detail }) => {
+    const states = channelStates(config, { credentials: opened, bindings });
+    const accounts = await describeAccounts(database, states, channels?.holder === undefined ? {} : { self: channels.holder });
+    return states.map(({ plugin, channel, configured, detail }) => {
       const own = stored.find((entry) => entry.channel === channel && entry.account === 'default');
       return {
         channel,
@@ -37,6 +39,7 @@ export function channelRoutes({ routes, runtime, config, channels }: RouteContex
         linkable: plugin.link !== undefined,
         configured,
         detail,
+        accounts: accounts.filter((account) => account.channel === channel).map(({ account, state, holder, since, detail }) => ({ account, state, holder, since, detail })),
         credentials: Object.entries(plugin.credentials).map(([name, spec]) => {
           const fromEnvironment = config.channels[spec.variable] !== undefined;
           const isStored = own?.names.includes(name) ?? false;

@@ -29,6 +29,7 @@ export type ChannelCredential = Api.ChannelCredential;
 export type ChannelBindingView = Api.ChannelBinding;
 export type ApiToken = Api.ApiToken;
 export type ChannelStatus = Api.ChannelStatus;
+export type ChannelAccountView = Api.ChannelAccount;
 export type AuditEvent = Api.AuditEvent;
 export type ChainReport = Api.ChainReport;
 export type ChatMemory = Api.MemoryUsed;

@@ -115,6 +115,15 @@ function channelCard(context: PageContext, channel: ChannelStatus, agents: strin
     { class: 'card', 'data-channel': channel.channel },
     h('div', { class: 'card-head' }, h('h3', null, channel.label), badge(channel.configured ? 'on' : 'off')),
     h('p', { class: 'hint' }, channel.detail),
+    channel.accounts.length === 0
+      ? null
+      : h(
+          'ul',
+          { class: 'accounts', 'aria-label': `${channel.label}: who receives it` },
+          channel.accounts.map((account) =>
+            h('li', { 'data-account': account.account, 'data-state': account.state }, badge(account.state), ' ', account.detail, account.since === null ? null : h('span', null, ' (', time(account.since), ')')),
+          ),
+        ),
     credentialsForm(context, channel),
     channel.linkable ? channelLinkPanel(channel) : null,
     bindingForm(context, channel, agents),

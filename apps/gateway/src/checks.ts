@@ -1,0 +1,60 @@
+import type { InstallationKey, Logger } from '@roster/config';
+import type { ChannelHost } from '@roster/contracts';
+import type { Database } from '@roster/db';
+import { describeAccounts } from './accounts.js';
+import { channelStates, type ChannelConfig, type StoredSettings } from './settings.js';
+
+/** A channel as `roster doctor` reports it. */
+export interface ChannelCheck {
+  channel: string;
+  status: 'ok' | 'fail' | 'off';
+  detail: string;
+}
+
+/** What a plugin is given: the logger, secrets derived from the installation key, and the services of this process. */
+export function channelHost(options: { logger: Logger; key?: InstallationKey; database?: Database; services?: Readonly<Record<string, unknown>> }): ChannelHost {
+  const { key } = options;
+  return {
+    logger: options.logger,
+    derive: (purpose) => {
+      if (key === undefined) throw new Error('The installation key could not be loaded: roster doctor says why.');
+      return key.derive(purpose);
+    },
+    services: { ...(options.database === undefined ? {} : { database: options.database }), ...(key === undefined ? {} : { key }), ...options.services },
+  };
+}
+
+/**
+ * Each registered channel checked against its platform (its plugin's
+ * `check`: a token tried, a link read), called ok only when the platform
+ * takes it and, for an account one gateway holds at a time, while a
+ * gateway receives it (a bot nobody receives fails, with why); one that is
+ * not configured is `off`, one half configured `fail`.
+ */
+export async function checkChannels(
+  config: ChannelConfig,
+  options: { stored?: StoredSettings; timeoutMs?: number; database?: Database; key?: InstallationKey; logger: Logger },
+): Promise<ChannelCheck[]> {
+  const host = channelHost({ logger: options.logger, ...(options.key === undefined ? {} : { key: options.key }), ...(options.database === undefined ? {} : { database: options.database }) });
+  return Promise.all(
+    channelStates(config, options.stored).map(async (state): Promise<ChannelCheck> => {
+      const { channel, plugin, setup } = state;
+      if (setup.state === 'off') return { channel, status: 'off', detail: setup.detail };
+      if (setup.state === 'incomplete') return { channel, status: 'fail', detail: setup.detail };
+      const check = await plugin.check(setup.settings, host, options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }).catch((error: unknown) => ({
+        status: 'fail' as const,
+        detail: (error as Error).message,
+      }));
+      if (check.status !== 'ok') return { channel, status: check.status, detail: check.detail };
+      const done = `${check.detail}${setup.mode === undefined ? '' : `; ${setup.mode}`}`;
+      if (options.database === undefined || setup.exclusive === false) return { channel, status: 'ok', detail: done };
+      // A token the platform takes is not a bot that answers: ok only while a gateway receives it.
+      const [account] = await describeAccounts(options.database, [state]).catch((error: unknown) => [
+        { state: 'failing' as const, detail: `who receives it could not be read: ${(error as Error).message}` },
+      ]);
+      if (account === undefined || account.state === 'failing') return { channel, status: 'fail', detail: `${done}; ${account?.detail ?? 'nobody receives it'}` };
+      return { channel, status: 'ok', detail: `${done}; ${account.detail}` };
+    }),
+  );
+}
+
