@@ -14,3 +14,4 @@ export { probeWrites } from './health.js';
 export { isConnectionLost } from './transaction.js';
 export { assertScope, isUuid, type Scope } from './scope.js';
 export { serveEmbeddedDatabase, type ServedDatabase } from './serve.js';
+export { enqueue, outboxBacklog, type EraseJob, type OutboxBacklog, type OutboxJob, type QueuedJob } from './outbox.js';
