@@ -3,7 +3,7 @@ import { parseConfig } from '@roster/config';
 import { serveChannel } from '@roster/channels';
 import { until } from '@roster/channels/conformance';
 import { openTestDatabase } from '@roster/db/testing';
-import { createApprovalDesk } from '@roster/jobs';
+import { createApprovalDesk } from '@roster/learning';
 import { createRuntime } from '@roster/runtime';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeTelegram } from '@roster/channel-telegram/testing';

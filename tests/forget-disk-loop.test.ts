@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import { connectionFromUrl, createQueues, jobNames, judgeSystem, type QueueSet } from '@roster/jobs';
+import { connectionFromUrl, createQueues, jobNames, type QueueSet } from '@roster/jobs';
+import { judgeSystem } from '@roster/learning';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeOpenAi } from './support/fake-openai.js';
 import { describeDatabaseFile, scanFolder } from './support/folder-scan.js';

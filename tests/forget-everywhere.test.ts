@@ -1,4 +1,4 @@
-import { approveLesson, listApprovals } from '@roster/jobs';
+import { approveLesson, listApprovals } from '@roster/learning';
 import { Redis } from 'ioredis';
 import { scanDatabase, scanRedis } from './support/scan.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 import type { Scope } from '@roster/db';
-import { approveLesson, listApprovals, mirrorReport, retireLesson, runAsJob } from '@roster/jobs';
+import { approveLesson, listApprovals, mirrorReport, retireLesson, runAsJob } from '@roster/learning';
 import type { Runtime } from '@roster/runtime';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeOpenAi } from './support/fake-openai.js';

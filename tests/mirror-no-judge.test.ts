@@ -1,4 +1,4 @@
-import { mirrorReport } from '@roster/jobs';
+import { mirrorReport } from '@roster/learning';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAi } from './support/fake-openai.js';
 import { startLoopFixture, type LoopFixture } from './support/learning-loop.js';

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { WhatsAppSessionStore } from '@roster/channel-whatsapp';
 import { testInstallationKey } from '@roster/config/testing';
-import { mirrorReport } from '@roster/jobs';
+import { mirrorReport } from '@roster/learning';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeOpenAi } from './support/fake-openai.js';

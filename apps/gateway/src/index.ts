@@ -7,7 +7,7 @@ import type { ChannelHost } from '@roster/contracts';
 import type { Core } from '@roster/core';
 import type { Database } from '@roster/db';
 import type { AuditLog } from '@roster/memory';
-import { createApprovalDesk } from '@roster/jobs';
+import { createApprovalDesk } from '@roster/learning';
 import { defaultAccount, withoutSecrets } from './accounts.js';
 import { channelHost } from './checks.js';
 import { fenced } from './fenced.js';

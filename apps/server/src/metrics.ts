@@ -6,7 +6,8 @@ import type { Database } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { hostName } from './access.js';
 import { createLeaseStore, type AccountState, type GatewayObserver } from '@roster/gateway';
-import { isJobName, outboxBacklog } from '@roster/jobs';
+import { isJobName } from '@roster/contracts';
+import { outboxBacklog } from '@roster/db';
 import type { Queue } from 'bullmq';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 

@@ -1,5 +1,5 @@
 import { until } from '@roster/channels/conformance';
-import { listLessons } from '@roster/jobs';
+import { listLessons } from '@roster/learning';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeMatrix, type FakeMatrix } from './fake-matrix.js';
 import { approvalInstructions, approveKey, rejectKey } from './matrix-text.js';

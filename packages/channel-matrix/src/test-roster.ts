@@ -8,7 +8,7 @@ import { parseConfig } from '@roster/config';
 import { testInstallationKey } from '@roster/config/testing';
 import type { Agent, Person } from '@roster/core';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
-import { createApprovalDesk } from '@roster/jobs';
+import { createApprovalDesk } from '@roster/learning';
 import { createRuntime, type Runtime } from '@roster/runtime';
 
 export interface TestRoster {

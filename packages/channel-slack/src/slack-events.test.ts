@@ -3,7 +3,7 @@ import { until } from '@roster/channels/conformance';
 import { parseConfig } from '@roster/config';
 import { testInstallationKey } from '@roster/config/testing';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
-import { createApprovalDesk } from '@roster/jobs';
+import { createApprovalDesk } from '@roster/learning';
 import { createRuntime, type Runtime } from '@roster/runtime';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeSlack, type FakeSlack } from './fake-slack.js';

@@ -5,7 +5,7 @@ import { parseConfig } from '@roster/config';
 import { testInstallationKey } from '@roster/config/testing';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
 import { maxFileBytes } from '@roster/core';
-import { createApprovalDesk, listLessons } from '@roster/jobs';
+import { createApprovalDesk, listLessons } from '@roster/learning';
 import { createRuntime, type Runtime } from '@roster/runtime';
 import { makeWASocket, proto, type WAMessage } from 'baileys';
 import { WebSocketServer } from 'ws';

@@ -9,8 +9,9 @@ import { retryRateLimited } from './retry.js';
 import { splitText } from './split.js';
 
 /**
- * Where approvals come from and where decisions go: the gateway gives the
- * job system's lessons here, so that this package depends on the core alone.
+ * Where approvals come from and where decisions go: the gateway gives
+ * `@roster/learning`'s approval desk here, so that this package depends on
+ * the core alone.
  */
 export interface ApprovalDesk {
   /** What waits for a decision now, with the handles of `channel` each was pushed to. */

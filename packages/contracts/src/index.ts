@@ -28,3 +28,4 @@ export type { Engine, EngineFile, EngineMessage, EnginePart, EngineRequest, Engi
 export { channelNamePattern, localDoors, maxFileBytes, maxFiles, type Channel, type InboundFile, type InboundMessage } from './inbound.js';
 export { flag, optionalSecret, optionalUrl, urlWithProtocols } from './variables.js';
 export { secondPerson } from './spoken.js';
+export { isJobName, jobNames, payloadSchemas, type JobName, type JobPayload } from './jobs.js';

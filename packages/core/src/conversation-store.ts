@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { isUuid, type Database, type Scope, type Transaction } from '@roster/db';
+import { enqueue, isUuid, type Database, type OutboxJob, type Scope, type Transaction } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { redactSecrets } from '@roster/memory';
 import type { Channel, Person } from './directory.js';
@@ -354,10 +354,7 @@ export class ConversationStore {
   }
 
   /** A job written with the change that needs it, in the caller's scope; relayed to the queues later. */
-  async enqueue(tx: Transaction, job: { queue: string; name: string; payload: Record<string, unknown>; dedupeKey: string; agentId: string; personId: string | null }): Promise<void> {
-    await tx.query(
-      `insert into outbox (queue, name, payload, dedupe_key, agent_id, person_id) values ($1, $2, $3, $4, $5, $6) on conflict (dedupe_key) do nothing`,
-      [job.queue, job.name, JSON.stringify(job.payload), job.dedupeKey, job.agentId, job.personId],
-    );
+  async enqueue(tx: Transaction, job: OutboxJob): Promise<void> {
+    await enqueue(tx, job);
   }
 }

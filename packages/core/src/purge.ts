@@ -1,4 +1,4 @@
-import type { Database, Scope } from '@roster/db';
+import { enqueue, type Database, type Scope } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import type { Memory } from '@roster/memory';
 import type { Directory } from './directory.js';
@@ -41,7 +41,7 @@ export async function purgeAgent(
     const { rows } = await tx.query<{ counts: Record<string, number> }>('select roster_purge_agent($1) as counts', [agent.id]);
     const counts = rows[0]!.counts;
     // The files too: the erase job rewrites the tables the purge reached (with the erase its forgets queued, if still pending).
-    await tx.query('select roster_queue_erase($1)', [Object.keys(counts)]);
+    await enqueue(tx, { queue: 'erase', payload: { tables: Object.keys(counts) } });
     await memory.audit.append(tx, { agentId: agent.id, personId: null, actor: owner.actor, action: 'purge', targetKind: 'agent', targetId: agent.id, detail: { facts: forgotten, erased: counts } });
     return counts;
   });

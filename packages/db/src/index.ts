@@ -15,3 +15,4 @@ export { isConnectionLost } from './transaction.js';
 export { assertScope, isUuid, type Scope } from './scope.js';
 export { serveEmbeddedDatabase, type ServedDatabase, type ServeOptions } from './serve.js';
 export { defaultIdleInTransactionMs } from './password-gate.js';
+export { enqueue, outboxBacklog, type EraseJob, type OutboxBacklog, type OutboxJob, type QueuedJob } from './outbox.js';

@@ -1,41 +1,9 @@
 import { Queue, type ConnectionOptions, type JobsOptions, type RedisOptions } from 'bullmq';
-import { z } from 'zod';
+import { jobNames, type JobName } from '@roster/contracts';
 import { parseRedisUrl } from '@roster/config';
 import { ClosingSafeConnection, isClusterConnection, ownClient, type ClusterConnection } from './connection.js';
 
-/** Every job Roster runs, one queue each, so that Bull Board shows them apart. */
-export const jobNames = ['fade', 'harvest', 'mirror', 'review', 'extract', 'embed', 'episodes', 'erase', 'vacuum'] as const;
-export type JobName = (typeof jobNames)[number];
-
-const agentId = z.string().uuid();
-
-/** The payload of each job. Payloads carry ids and options, never memory content. */
-export const payloadSchemas = {
-  fade: z.object({ days: z.number().int().min(1).max(3650).optional(), batchSize: z.number().int().min(1).max(10_000).optional() }),
-  harvest: z.object({ agentId: agentId.optional() }),
-  mirror: z.object({
-    agentId: agentId.optional(),
-    limit: z.number().int().min(1).max(100).optional(),
-    /** A case replayed less than this long ago waits (default 20 hours: once a night, however often the job runs). */
-    rerunAfterHours: z.number().min(0).max(24 * 31).optional(),
-  }),
-  review: z.object({ agentId: agentId.optional() }),
-  extract: z.object({
-    agentId: agentId.optional(),
-    conversationId: z.string().uuid().optional(),
-    personId: z.string().uuid().optional(),
-    idleMinutes: z.number().min(0).max(10_080).optional(),
-  }),
-  embed: z.object({ factId: z.string().uuid().optional(), model: z.string().optional(), all: z.boolean().optional(), agentId: agentId.optional() }),
-  episodes: z.object({ agentId: agentId.optional(), conversationId: z.string().uuid().optional(), idleMinutes: z.number().min(0).max(10_080).optional() }),
-  erase: z.object({
-    /** The tables forgets reached (queued by a forget); without them (a run by hand), every table that holds people's words. */
-    tables: z.array(z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/)).max(100).optional(),
-  }),
-  vacuum: z.object({}),
-} satisfies Record<JobName, z.ZodType>;
-
-export type JobPayload<N extends JobName> = z.output<(typeof payloadSchemas)[N]>;
+export { isJobName, jobNames, payloadSchemas, type JobName, type JobPayload } from '@roster/contracts';
 
 /** Retries with backoff; completed jobs are kept a while so that a re-add with the same id is a no-op; no stack is kept. */
 export const defaultJobOptions: JobsOptions = {
@@ -95,11 +63,6 @@ export function createQueues(connection: ConnectionOptions, prefix = '{roster}',
       producer.close();
     },
   };
-}
-
-/** Which queue an outbox row goes to: its `queue` column names the job. */
-export function isJobName(name: string): name is JobName {
-  return (jobNames as readonly string[]).includes(name);
 }
 
 /** Redis connection options for BullMQ from a REDIS_URL: one server's, or a cluster's ({@link ClusterConnection}). */

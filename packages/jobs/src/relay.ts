@@ -1,6 +1,7 @@
 import type { Logger } from '@roster/config';
 import type { Database } from '@roster/db';
-import { isJobName, payloadSchemas, type QueueSet } from './queues.js';
+import { isJobName, payloadSchemas } from '@roster/contracts';
+import type { QueueSet } from './queues.js';
 
 export interface RelayReport {
   relayed: number;
@@ -157,22 +158,4 @@ export function startRelayLoop(database: Database, queues: QueueSet, options: { 
       await running;
     },
   };
-}
-
-/** The outbox's backlog in one queue: rows not yet handed to Redis, and the age of the oldest. */
-export interface OutboxBacklog {
-  queue: string;
-  pending: number;
-  oldestSeconds: number;
-}
-
-/** The rows still pending per queue, read through the admin path (for metrics: counts and ages, never a payload). */
-export async function outboxBacklog(database: Database): Promise<OutboxBacklog[]> {
-  return database.adminScope('metrics: the outbox backlog', async (tx) => {
-    const { rows } = await tx.query<{ queue: string; pending: string | number; oldest_seconds: string | number }>(
-      `select queue, count(*) as pending, extract(epoch from now() - min(created_at)) as oldest_seconds
-       from outbox where relayed_at is null group by queue order by queue`,
-    );
-    return rows.map((row) => ({ queue: row.queue, pending: Number(row.pending), oldestSeconds: Math.max(0, Number(row.oldest_seconds)) }));
-  });
 }

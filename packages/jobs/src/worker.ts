@@ -4,7 +4,7 @@ import { QueueEvents, UnrecoverableError, WaitingError, Worker, type ConnectionO
 import { Cluster, Redis as IORedis } from 'ioredis';
 import { ClosingSafeConnection, isClusterConnection, ownClient } from './connection.js';
 import { handlers, type JobDependencies } from './handlers.js';
-import { runAsJob } from './job-context.js';
+import { runAsJob } from '@roster/learning';
 import { createQueues, jobNames, payloadSchemas, type JobName, type QueueSet } from './queues.js';
 import { startRelayLoop } from './relay.js';
 

@@ -1,5 +1,5 @@
 import type { InstallationKey } from '@roster/config';
-import type { Database, Scope, ScopedTransaction } from '@roster/db';
+import { enqueue, type Database, type Scope, type ScopedTransaction } from '@roster/db';
 import { FactStateError } from './errors.js';
 import { secondPerson } from '@roster/contracts';
 import { contentHash, isNearDuplicate, keyedContentHash, keyedMinhash, minhash, normalizeText } from './text.js';
@@ -90,7 +90,7 @@ export async function forgetFact(context: ForgetContext, scope: Scope, factId: s
     const tombstoneId = tombstone.rows[0]!.id;
     const reach = erased.rows[0]?.counts ?? {};
     // The files too: an erase job rewrites every table this forget reached (one pending erase, however many forgets).
-    await tx.query('select roster_queue_erase($1)', [['facts', 'fact_embeddings', ...Object.keys(reach)]]);
+    await enqueue(tx, { queue: 'erase', payload: { tables: ['facts', 'fact_embeddings', ...Object.keys(reach)] } });
     const messagesErased = Number(reach['messages'] ?? 0);
     await event(tx, provenance.actor, 'forget', forgotten, { tombstone: tombstoneId, facts: ids, erased: reach });
     return { fact: forgotten, tombstoneId, messagesErased, erased: reach };

@@ -1,5 +1,5 @@
 import type { InstallationKey } from '@roster/config';
-import { isUuid, type Database, type Scope, type ScopedTransaction } from '@roster/db';
+import { enqueue, isUuid, type Database, type Scope, type ScopedTransaction } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { createAuditLog, type AuditLog } from './audit.js';
 import type { Embedder } from './embedders/index.js';
@@ -157,11 +157,7 @@ export function createMemory(options: MemoryOptions): Memory {
       await writeEmbedding(tx, { ...fact, content: fact.content ?? '' }, embedder.model, vector);
       return;
     }
-    await tx.query(
-      `insert into outbox (queue, name, payload, dedupe_key, agent_id, person_id) values ('embed', 'embed-fact', $1, $2, $3, $4)
-       on conflict (dedupe_key) do nothing`,
-      [JSON.stringify({ factId: fact.id, model: embedder.model }), `embed:${fact.id}:${embedder.model}`, fact.agentId, tx.scope.personId],
-    );
+    await enqueue(tx, { queue: 'embed', name: 'embed-fact', payload: { factId: fact.id, model: embedder.model }, dedupeKey: `embed:${fact.id}:${embedder.model}`, agentId: fact.agentId, personId: tx.scope.personId });
   }
 
   async function loadFact(tx: ScopedTransaction, factId: string, forUpdate = false): Promise<Fact> {

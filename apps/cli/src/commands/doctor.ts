@@ -4,7 +4,7 @@ import { loadInstallationKey, parseRedisUrl, redactUrl, type Config, type Instal
 import { compareVersions, loadMigrations, minimumPgvector, openDatabase, probeWrites, type Database } from '@roster/db';
 import { checkModelReference } from '@roster/engines';
 import { checkChannels, type OpenedCredentials } from '@roster/gateway';
-import { noJudgeNotice } from '@roster/jobs';
+import { noJudgeNotice } from '@roster/learning';
 import { redisStatus } from '@roster/redis';
 import type { CommandIo } from '../io.js';
 import { exitCode } from '../io.js';

@@ -1,4 +1,5 @@
-import { canJudge, connectionFromUrl, isJobName, jobNames, runJobNow, mirrorReport, listApprovals, approveLesson, rejectApproval, listLessons, retireLesson } from '@roster/jobs';
+import { connectionFromUrl, isJobName, jobNames, runJobNow } from '@roster/jobs';
+import { approveLesson, canJudge, listApprovals, listLessons, mirrorReport, rejectApproval, retireLesson } from '@roster/learning';
 import { locateRedis } from '@roster/redis';
 import { RosterError, UsageError } from '@roster/errors';
 import type { CommandIo } from '../io.js';

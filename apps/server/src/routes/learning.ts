@@ -1,5 +1,5 @@
 import { approvalSchema, evidenceSchema, lessonSchema, mirrorReportSchema } from '@roster/api';
-import { approveLesson, canJudge, listApprovals, listLessons, mirrorReport, passRateByDay, readEvidence, rejectApproval, retireLesson, type Approval, type EvidenceEntry, type Lesson } from '@roster/jobs';
+import { approveLesson, canJudge, listApprovals, listLessons, mirrorReport, passRateByDay, readEvidence, rejectApproval, retireLesson, type Approval, type EvidenceEntry, type Lesson } from '@roster/learning';
 import type { Database } from '@roster/db';
 import { z } from 'zod';
 import type { RouteContext } from '../context.js';

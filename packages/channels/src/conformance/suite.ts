@@ -8,7 +8,7 @@ import { parseConfig } from '@roster/config';
 import { testInstallationKey } from '@roster/config/testing';
 import { pairingHint, type Agent, type Person } from '@roster/core';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
-import { createApprovalDesk, listLessons } from '@roster/jobs';
+import { createApprovalDesk, listLessons } from '@roster/learning';
 import { createRuntime, type Runtime } from '@roster/runtime';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ChannelEvent } from '@roster/contracts';

@@ -1,6 +1,13 @@
+import { memoryBlock, systemPrefix, type Agent } from '@roster/core';
+import { canJudge, dueCases, noJudgeNotice, replayCase, type MirrorOptions, type MirrorRunResult } from '@roster/learning';
 import { agentsOf, type JobDependencies, type JobRun } from '../job-dependencies.js';
-import { canJudge, dueCases, noJudgeNotice, replayCase, type MirrorRunResult } from '../mirror.js';
 import type { JobPayload } from '../queues.js';
+
+/** The prompt a replay is answered with: the agent's own, as its turns build it (no memory tools), in a direct chat. */
+const mirrorPrompt: MirrorOptions<Agent>['prompt'] = (agent, { lessons, person, facts }) => ({
+  system: systemPrefix(agent, lessons, false),
+  memory: memoryBlock({ person, channel: 'mirror', kind: 'dm', facts }),
+});
 
 /** Mirror: replay due cases with each agent's own lessons and have a judge decide; without a judge, say so once. */
 export async function mirrorJob(deps: JobDependencies, payload: JobPayload<'mirror'>, run: JobRun): Promise<Record<string, unknown>> {
@@ -16,7 +23,7 @@ export async function mirrorJob(deps: JobDependencies, payload: JobPayload<'mirr
     }
     for (const item of due) {
       // A job's result lands in Redis: ids, verdicts and counts, never the judge's reason or the answer (those stay in mirror_runs, which forget reaches).
-      const { reason: _reason, ...replay } = await replayCase(deps, agent, item);
+      const { reason: _reason, ...replay } = await replayCase({ ...deps, prompt: mirrorPrompt }, agent, item);
       results.push({ agent: agent.name, ...replay });
       await run.progress({ replayed: results.length });
     }

@@ -1,10 +1,10 @@
-import type { Agent, Engine } from '@roster/core';
-import { containsSecret, contentHash, isNearDuplicate, minhash, normalizeText, redactSecrets } from '@roster/memory';
+import type { Engine } from '@roster/contracts';
+import type { Database } from '@roster/db';
+import { containsSecret, contentHash, isNearDuplicate, minhash, normalizeText, redactSecrets, type Memory } from '@roster/memory';
 import { z } from 'zod';
-import { agentsOf, type JobDependencies } from './job-dependencies.js';
+import { proposeApproval } from './approvals.js';
 import { lessonTextProblem } from './lessons.js';
 import { canJudge } from './mirror.js';
-import type { JobPayload } from './queues.js';
 
 /** The words of a learning event with its signal phrase taken off: "from now on, answer in Italian" → "Answer in Italian." */
 export function lessonText(text: string): string {
@@ -69,6 +69,14 @@ async function paraphrase(judge: Engine, group: Group): Promise<string | null> {
   return repeats ? null : text;
 }
 
+/** What the review works with: the database, memory's tombstones, and the agent's judge (for paraphrases). */
+export interface ReviewOptions {
+  database: Database;
+  memory: Pick<Memory, 'isTombstoned'>;
+  agent: { id: string; name: string };
+  judge: Engine;
+}
+
 /**
  * Review: statements people made to an agent that say the same thing (near
  * duplicates), said at least twice, become a proposed lesson that only a
@@ -76,56 +84,54 @@ async function paraphrase(judge: Engine, group: Group): Promise<string | null> {
  * people are grouped and proposed as its paraphrase, agent-wide; without one,
  * groups stay per person and a lesson is that person's alone.
  */
-export async function reviewLessons(deps: JobDependencies, payload: JobPayload<'review'>): Promise<Record<string, unknown>> {
+export async function reviewAgent(options: ReviewOptions): Promise<{ proposed: number; skipped: string[] }> {
+  const { database, memory, agent, judge } = options;
   let proposed = 0;
   const skipped: string[] = [];
-  for (const agent of await agentsOf(deps, payload.agentId)) {
-    const judge = deps.judgeFor(agent);
-    const acrossPeople = canJudge(judge);
-    const events = await deps.database.adminScope('review: read learning events', async (tx) => {
-      const { rows } = await tx.query<ReviewEvent>(
-        `select id, person_id, message_id, text, kind from learning_events
-         where agent_id = $1 and actor_kind = 'person' and kind in ('correction', 'preference', 'negative-rating') and text <> ''
-         order by created_at`,
-        [agent.id],
-      );
-      return rows;
-    });
-    const groups: Group[] = [];
-    for (const event of events) {
-      const text = lessonText(event.text);
-      if (text === '') continue;
-      if (event.person_id !== null && (await deps.memory.isTombstoned({ agentId: agent.id, personId: event.person_id, audience: 'private' }, text))) continue;
-      const signature = minhash(text);
-      const group = groups.find((candidate) => (acrossPeople || candidate.texts.has(event.person_id)) && isNearDuplicate(candidate.signature, signature));
-      if (group === undefined) groups.push({ texts: new Map([[event.person_id, text]]), signature, evidence: [event] });
-      else {
-        group.evidence.push(event);
-        group.texts.set(event.person_id, text);
-      }
+  const acrossPeople = canJudge(judge);
+  const events = await database.adminScope('review: read learning events', async (tx) => {
+    const { rows } = await tx.query<ReviewEvent>(
+      `select id, person_id, message_id, text, kind from learning_events
+       where agent_id = $1 and actor_kind = 'person' and kind in ('correction', 'preference', 'negative-rating') and text <> ''
+       order by created_at`,
+      [agent.id],
+    );
+    return rows;
+  });
+  const groups: Group[] = [];
+  for (const event of events) {
+    const text = lessonText(event.text);
+    if (text === '') continue;
+    if (event.person_id !== null && (await memory.isTombstoned({ agentId: agent.id, personId: event.person_id, audience: 'private' }, text))) continue;
+    const signature = minhash(text);
+    const group = groups.find((candidate) => (acrossPeople || candidate.texts.has(event.person_id)) && isNearDuplicate(candidate.signature, signature));
+    if (group === undefined) groups.push({ texts: new Map([[event.person_id, text]]), signature, evidence: [event] });
+    else {
+      group.evidence.push(event);
+      group.texts.set(event.person_id, text);
     }
-    for (const group of groups.filter((candidate) => candidate.evidence.length >= 2)) {
-      const people = [...group.texts.keys()];
-      const shared = people.length > 1;
-      const drafted = shared ? await paraphrase(judge, group) : group.texts.get(people[0]!)!;
-      if (drafted === null) {
-        skipped.push(`${agent.name}: the judge gave no usable paraphrase of ${people.length} people's corrections`);
-        continue;
-      }
-      const outcome = await propose(deps, agent, { text: redactSecrets(drafted).text, personId: shared ? null : people[0]!, signature: group.signature, evidence: group.evidence, paraphrased: shared });
-      if (outcome === null) proposed += 1;
-      else skipped.push(`${agent.name}: ${outcome}`);
+  }
+  for (const group of groups.filter((candidate) => candidate.evidence.length >= 2)) {
+    const people = [...group.texts.keys()];
+    const shared = people.length > 1;
+    const drafted = shared ? await paraphrase(judge, group) : group.texts.get(people[0]!)!;
+    if (drafted === null) {
+      skipped.push(`${agent.name}: the judge gave no usable paraphrase of ${people.length} people's corrections`);
+      continue;
     }
+    const outcome = await propose(database, agent, { text: redactSecrets(drafted).text, personId: shared ? null : people[0]!, signature: group.signature, evidence: group.evidence, paraphrased: shared });
+    if (outcome === null) proposed += 1;
+    else skipped.push(`${agent.name}: ${outcome}`);
   }
   return { proposed, skipped };
 }
 
 async function propose(
-  deps: JobDependencies,
-  agent: Agent,
+  database: Database,
+  agent: { id: string },
   draft: { text: string; personId: string | null; signature: number[]; evidence: ReviewEvent[]; paraphrased: boolean },
 ): Promise<string | null> {
-  return deps.database.adminScope('review: propose a lesson for approval', async (tx) => {
+  return database.adminScope('review: propose a lesson for approval', async (tx) => {
     const problem = await lessonTextProblem(tx, agent.id, draft.text);
     if (problem !== null) return problem;
     const existing = await tx.query<{ text: string }>(`select text from approvals where agent_id = $1 and status in ('pending', 'rejected')`, [agent.id]);
@@ -134,11 +140,14 @@ async function propose(
     }
     // The evidence the owner sees beside the text: which statements, by whom, and whether the text is a paraphrase.
     const evidence = draft.evidence.map((event) => ({ eventId: event.id, messageId: event.message_id, personId: event.person_id, kind: event.kind, ...(draft.paraphrased ? { paraphrased: true } : {}) }));
-    await tx.query(
-      `insert into approvals (agent_id, person_id, kind, text, evidence, confidence, proposed_by_kind, proposed_by)
-       values ($1, $2, 'lesson', $3, $4, $5, 'job', 'review')`,
-      [agent.id, draft.personId, draft.text, JSON.stringify(evidence), Math.min(1, draft.evidence.length / 5)],
-    );
+    await proposeApproval(tx, {
+      agentId: agent.id,
+      personId: draft.personId,
+      text: draft.text,
+      evidence,
+      confidence: Math.min(1, draft.evidence.length / 5),
+      proposedBy: { kind: 'job', name: 'review' },
+    });
     await tx.query('update learning_events set reviewed_at = now() where id = any($1)', [draft.evidence.map((event) => event.id)]);
     return null;
   });

@@ -1,7 +1,13 @@
-import type { Directory, Person } from '@roster/core';
 import type { Database } from '@roster/db';
 import type { AuditLog } from '@roster/memory';
-import { approveLesson, listApprovals, rejectApproval } from './lessons.js';
+import { listApprovals } from './approvals.js';
+import { approveLesson, rejectApproval } from './lessons.js';
+
+/** What the desk needs of the directory: the agents' names. */
+export interface AgentNames {
+  listAgents(options: { includeArchived: true }): Promise<ReadonlyArray<{ id: string; name: string }>>;
+  agentById(id: string): Promise<{ name: string }>;
+}
 
 /** The owner's pending lessons as a channel shows them, and the decisions pressed there. */
 export interface ApprovalDesk {
@@ -9,7 +15,7 @@ export interface ApprovalDesk {
   pending(channel: string): Promise<Array<{ id: string; agent: string; text: string; pushedTo: string[] }>>;
   /** Remember that an approval reached an owner's handle (a restart does not push it there again). */
   markPushed(approvalId: string, channel: string, handle: string): Promise<void>;
-  decide(approvalId: string, decision: 'approve' | 'reject', person: Person): Promise<string>;
+  decide(approvalId: string, decision: 'approve' | 'reject', person: { id: string; name: string }): Promise<string>;
 }
 
 /**
@@ -17,7 +23,7 @@ export interface ApprovalDesk {
  * push with buttons; a press decides as the person who pressed, who must be
  * an owner (approveLesson and rejectApproval refuse anyone else).
  */
-export function createApprovalDesk(database: Database, audit: AuditLog, directory: Directory): ApprovalDesk {
+export function createApprovalDesk(database: Database, audit: AuditLog, directory: AgentNames): ApprovalDesk {
   return {
     async pending(channel) {
       const approvals = await listApprovals(database, { status: 'pending' });

@@ -1,4 +1,4 @@
-import { memoryBlock, systemPrefix, type Agent, type Engine } from '@roster/core';
+import type { Engine } from '@roster/contracts';
 import type { Database } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import type { Memory, SearchResult } from '@roster/memory';
@@ -103,11 +103,29 @@ export function canJudge(judge: Engine): boolean {
   return judge.id !== 'offline';
 }
 
-export interface MirrorOptions {
+/** The agent as the mirror replays it: its id, and whatever its prompt is built from. */
+export interface MirrorAgent {
+  id: string;
+}
+
+/** The person of a case, as a prompt names them. */
+export interface MirrorPerson {
+  id: string;
+  name: string;
+  role: 'owner' | 'member' | 'guest';
+}
+
+export interface MirrorOptions<A extends MirrorAgent = MirrorAgent> {
   database: Database;
-  memory: Memory;
-  engineFor: (agent: Agent) => Engine;
-  judgeFor: (agent: Agent) => Engine;
+  memory: Pick<Memory, 'search'>;
+  engineFor: (agent: A) => Engine;
+  judgeFor: (agent: A) => Engine;
+  /**
+   * The agent's real prompt, as its turns build it: the system prefix with
+   * these lessons (and no memory tools), and the memory block of this person
+   * and these facts.
+   */
+  prompt: (agent: A, input: { lessons: string[]; person: MirrorPerson | null; facts: SearchResult[] }) => { system: string; memory: string };
 }
 
 /**
@@ -115,14 +133,14 @@ export interface MirrorOptions {
  * the original person's scope would retrieve) answers a situation of the same
  * kind; a separate judge call decides. Every run is stored.
  */
-export async function replayCase(options: MirrorOptions, agent: Agent, mirrorCase: MirrorCase, now = new Date()): Promise<MirrorRunResult> {
+export async function replayCase<A extends MirrorAgent>(options: MirrorOptions<A>, agent: A, mirrorCase: MirrorCase, now = new Date()): Promise<MirrorRunResult> {
   const { database, memory } = options;
   const lessons = await database.withScope({ agentId: agent.id, personId: null, audience: 'agent' }, async (tx) => {
     const { rows } = await tx.query<{ id: string; text: string }>(`select id, text from lessons where status = 'active' order by approved_at, id`);
     return rows;
   });
   let facts: SearchResult[] = [];
-  let person = null;
+  let person: MirrorPerson | null = null;
   if (mirrorCase.personId !== null) {
     const scope = { agentId: agent.id, personId: mirrorCase.personId, audience: 'private' as const };
     facts = await memory.search(scope, mirrorCase.text, { limit: 8, tokenBudget: 800 });
@@ -139,9 +157,10 @@ export async function replayCase(options: MirrorOptions, agent: Agent, mirrorCas
   let verdict: MirrorRunResult['verdict'];
   let reason: string;
   try {
+    const prompt = options.prompt(agent, { lessons: lessons.map((lesson) => lesson.text), person, facts });
     const probe = await engine.run({
-      system: systemPrefix(agent, lessons.map((lesson) => lesson.text), false),
-      memory: memoryBlock({ person, channel: 'mirror', kind: 'dm', facts }),
+      system: prompt.system,
+      memory: prompt.memory,
       history: [],
       message: probeMessage(mirrorCase.text),
       tools: [],
