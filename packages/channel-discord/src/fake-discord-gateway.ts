@@ -32,7 +32,8 @@ export function startGateway(server: http.Server, world: World, gatewayUrl: () =
   const refusals: Array<[number, number]> = [];
   let lastIntents: number | null = null;
   let sessions = 0;
-  const identified = () => [...connections].filter((connection) => connection.identified);
+  // A session whose socket is closing (its client left) no longer holds its shard.
+  const identified = () => [...connections].filter((connection) => connection.identified && connection.socket.readyState === connection.socket.OPEN);
 
   const gateway = new WebSocketServer({ server });
   gateway.on('connection', (socket) => {
