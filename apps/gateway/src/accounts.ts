@@ -45,18 +45,39 @@ export async function describeAccounts(database: Database, states: readonly Chan
   const configured = states.flatMap((state) => (state.setup.state === 'configured' ? [{ channel: state.channel, setup: state.setup }] : []));
   if (configured.length === 0) return [];
   const rows = await createLeaseStore(database).rows();
-  return configured.map(({ channel, setup }) => {
-    if (setup.exclusive === false) return report(channel, 'receiving', null, null, `${setup.mode ?? 'webhook'}: every running server receives it`);
-    return fromLease(channel, rows.find((row) => row.channel === channel && row.account === defaultAccount), options.self);
+  return configured.flatMap(({ channel, setup }) => {
+    if (setup.exclusive === false) return [report(channel, defaultAccount, 'receiving', null, null, `${setup.mode ?? 'webhook'}: every running server receives it`)];
+    const shards = shardRows(rows.filter((row) => row.channel === channel));
+    if (shards !== null) return shards.map(({ account, row }) => fromLease(channel, account, row, options.self));
+    return [fromLease(channel, defaultAccount, rows.find((row) => row.channel === channel && row.account === defaultAccount), options.self)];
   });
 }
 
-function fromLease(channel: string, row: LeaseRow | undefined, self: string | undefined): AccountReport {
-  if (row === undefined) return report(channel, 'failing', null, null, 'nobody receives it: no gateway has taken it yet (start roster gateway or roster start)');
+/**
+ * An account received in parts (Discord's shards: `default shard 1/2`), as
+ * its newest lease counts them: one entry per part, a part no gateway has
+ * taken yet included. Null when it is received whole.
+ */
+function shardRows(rows: readonly LeaseRow[]): Array<{ account: string; row: LeaseRow | undefined }> | null {
+  const parts = rows.flatMap((row) => {
+    const match = /^default shard (\d+)\/(\d+)$/.exec(row.account);
+    return match === null ? [] : [{ row, id: Number(match[1]), count: Number(match[2]) }];
+  });
+  if (parts.length === 0) return null;
+  const newest = parts.reduce((a, b) => (b.row.acquiredAt > a.row.acquiredAt ? b : a));
+  if (rows.some((row) => row.account === defaultAccount && row.acquiredAt > newest.row.acquiredAt)) return null;
+  return Array.from({ length: newest.count }, (_, id) => {
+    const account = `${defaultAccount} shard ${id}/${newest.count}`;
+    return { account, row: parts.find((part) => part.row.account === account)?.row };
+  });
+}
+
+function fromLease(channel: string, account: string, row: LeaseRow | undefined, self: string | undefined): AccountReport {
+  if (row === undefined) return report(channel, account, 'failing', null, null, 'nobody receives it: no gateway has taken it yet (start roster gateway or roster start)');
   const since = row.acquiredAt.toISOString();
   if (row.held) {
-    if (self !== undefined && row.holder !== self) return report(channel, 'standby', row.holder, since, `standby: ${row.holder} receives it since ${since}; this process takes it over if that lease lapses`);
-    return report(channel, 'receiving', row.holder, since, `received by ${row.holder} since ${since}`);
+    if (self !== undefined && row.holder !== self) return report(channel, account, 'standby', row.holder, since, `standby: ${row.holder} receives it since ${since}; this process takes it over if that lease lapses`);
+    return report(channel, account, 'receiving', row.holder, since, `received by ${row.holder} since ${since}`);
   }
   const why =
     row.lastError !== null
@@ -64,12 +85,12 @@ function fromLease(channel: string, row: LeaseRow | undefined, self: string | un
       : row.releasedAt !== null
         ? `it let the account go at ${row.releasedAt.toISOString()} (a stop)`
         : `its lease lapsed at ${row.expiresAt.toISOString()} unrenewed (the process was killed, paused or cut off from the database)`;
-  return report(channel, 'failing', row.holder, null, `nobody receives it: ${row.holder} did, and ${why}; no gateway has taken it over`);
+  return report(channel, account, 'failing', row.holder, null, `nobody receives it: ${row.holder} did, and ${why}; no gateway has taken it over`);
 }
 
-function report(channel: string, state: AccountReport['state'], holder: string | null, since: string | null, detail: string): AccountReport {
+function report(channel: string, account: string, state: AccountReport['state'], holder: string | null, since: string | null, detail: string): AccountReport {
   const parts = holder === null ? { host: null, pid: null } : holderParts(holder);
-  return { channel, account: defaultAccount, state, holder, host: parts.host, pid: parts.pid, since, detail };
+  return { channel, account, state, holder, host: parts.host, pid: parts.pid, since, detail };
 }
 
 /**

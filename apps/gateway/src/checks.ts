@@ -48,12 +48,13 @@ export async function checkChannels(
       if (check.status !== 'ok') return { channel, status: check.status, detail: check.detail };
       const done = `${check.detail}${setup.mode === undefined ? '' : `; ${setup.mode}`}`;
       if (options.database === undefined || setup.exclusive === false) return { channel, status: 'ok', detail: done };
-      // A token the platform takes is not a bot that answers: ok only while a gateway receives it.
-      const [account] = await describeAccounts(options.database, [state]).catch((error: unknown) => [
-        { state: 'failing' as const, detail: `who receives it could not be read: ${(error as Error).message}` },
+      // A token the platform takes is not a bot that answers: ok only while a gateway receives it (each of its shards, where it has them).
+      const accounts: Array<{ account: string; state: string; detail: string }> = await describeAccounts(options.database, [state]).catch((error: unknown) => [
+        { account: 'default', state: 'failing', detail: `who receives it could not be read: ${(error as Error).message}` },
       ]);
-      if (account === undefined || account.state === 'failing') return { channel, status: 'fail', detail: `${done}; ${account?.detail ?? 'nobody receives it'}` };
-      return { channel, status: 'ok', detail: `${done}; ${account.detail}` };
+      const said = accounts.length <= 1 ? (accounts[0]?.detail ?? 'nobody receives it') : accounts.map((entry) => `${entry.account.replace(/^default /, '')}: ${entry.detail}`).join('; ');
+      if (accounts.length === 0 || accounts.some((entry) => entry.state === 'failing')) return { channel, status: 'fail', detail: `${done}; ${said}` };
+      return { channel, status: 'ok', detail: `${done}; ${said}` };
     }),
   );
 }

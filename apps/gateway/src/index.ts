@@ -1,22 +1,23 @@
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { channelPlugins } from '@roster/channel-registry';
 import { answerWebhook, serveChannel, type ChannelAdapter, type ChannelCredentialStore, type ServedChannel } from '@roster/channels';
 import type { InstallationKey, Logger } from '@roster/config';
-import type { ChannelHost } from '@roster/contracts';
 import type { Core } from '@roster/core';
 import type { Database } from '@roster/db';
 import type { AuditLog } from '@roster/memory';
 import { createApprovalDesk } from '@roster/learning';
-import { defaultAccount, withoutSecrets } from './accounts.js';
+import { withoutSecrets } from './accounts.js';
 import { channelHost } from './checks.js';
 import { fenced } from './fenced.js';
 import { createLeaseStore, leaseHolderName, type HeldLease } from './lease.js';
 import { channelStates, type ChannelConfig, type StoredSettings } from './settings.js';
+import { listenForWebhooks } from './webhooks.js';
+import { createShardCounts, fairShare, unitsOf, type Unit } from './units.js';
+
+export { channelHost, checkChannels, type ChannelCheck } from './checks.js';
 
 export { createLeaseStore, leaseHolderName, type HeldLease, type LeaseHolder, type LeaseStore } from './lease.js';
 export { describeAccounts, holderParts, type AccountReport } from './accounts.js';
-export { channelHost, checkChannels, type ChannelCheck } from './checks.js';
 export { channelStates, serverAddress, type ChannelConfig, type ChannelState, type OpenedCredentials, type StoredBinding, type StoredSettings } from './settings.js';
 
 /** The platforms' webhooks (Slack's events, Telegram's updates) a gateway answers, for the server that receives them. */
@@ -99,11 +100,11 @@ export interface RunningGateway {
 }
 
 interface Running {
-  channel: string;
+  unit: Unit;
   settings: string;
   adapter: ChannelAdapter;
   served: ServedChannel;
-  /** The account's lease, or null for a channel every gateway serves (a webhook). */
+  /** The unit's lease, or null for a channel every gateway serves (a webhook). */
   lease: HeldLease | null;
   /** Until when this process may act for the account without renewing (its own clock, a margin under the lease). */
   validUntil: number;
@@ -111,24 +112,28 @@ interface Running {
 
 /**
  * The channel gateway: one adapter per configured channel (from the
- * environment, else from stored credentials), each served through the
- * conversation core (`serveChannel`), with the owner's pending approvals
+ * environment, else from stored credentials), or one per part of its
+ * account (Discord's shards), each served through the conversation core
+ * (`serveChannel`) under its own lease, with the owner's pending approvals
  * pushed to the owner's handles. A channel that fails to start stops the
- * gateway with its reason, after stopping the others. Stored credentials are looked
- * at every few seconds: a channel whose settings changed is restarted, one
- * whose credentials were removed is stopped.
+ * gateway with its reason, after stopping the others. Stored credentials are
+ * looked at every few seconds: a channel whose settings changed is
+ * restarted, one whose credentials were removed is stopped.
  */
 export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
   const log = options.logger.child({ component: 'gateway' });
   const approvals = createApprovalDesk(options.database, options.audit, options.core.directory);
+  /** What this gateway receives now, by unit key (the channel, or `discord shard 1/2`). */
   const running = new Map<string, Running>();
-  const standingBy = new Set<string>();
-  /** Channels whose adapter stopped on its own, and when they may be tried again. */
-  const resting = new Map<string, number>();
-  /** Channels whose adapter could not start with their settings, until they start. */
-  const failing = new Set<string>();
-  /** The fencing token this process last held per channel: a token it did not hold means the account came from another process. */
+  const standingBy = new Map<string, Unit>();
+  /** Units whose adapter stopped on its own, and when they may be tried again. */
+  const resting = new Map<string, { unit: Unit; until: number }>();
+  /** Units whose adapter could not start with their settings, until they start. */
+  const failing = new Map<string, Unit>();
+  /** The fencing token this process last held per unit: a token it did not hold means the account came from another process. */
   const tokens = new Map<string, number>();
+  /** Channels this gateway stands for among several (sharded ones): counted by the others to split the shards. */
+  const present = new Set<string>();
   const leases = createLeaseStore(options.database);
   const holder = leaseHolderName();
   const leaseMs = options.leaseMs ?? 15_000;
@@ -137,6 +142,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   let reloading: Promise<void> = Promise.resolve();
 
   const host = channelHost({ logger: options.logger, key: options.key, database: options.database, ...(options.services === undefined ? {} : { services: options.services }) });
+  const shardCounts = createShardCounts(host);
   const routes = channelPlugins.flatMap((plugin) => (plugin.webhooks ?? []).map((webhook) => ({ plugin, webhook })));
   const webhooks: ChannelWebhooks = {
     paths: routes.map(({ webhook }) => webhook.path),
@@ -161,109 +167,147 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     return JSON.stringify([credentials, bindings.map((binding) => [binding.channel, binding.account, binding.boundChannels])]);
   }
 
-  async function startChannel(channel: string, lease: HeldLease | null, adapter: ChannelAdapter, settings: string): Promise<void> {
+  async function startUnit(unit: Unit, lease: HeldLease | null, adapter: ChannelAdapter, settings: string): Promise<void> {
     const entry = { validUntil: lease === null ? Number.POSITIVE_INFINITY : Date.now() + (leaseMs * 2) / 3 } as Running;
     const served = await serveChannel({
       adapter: lease === null ? adapter : fenced(adapter, () => Date.now() < entry.validUntil),
       // What its turns store is checked against the lease in the storing transaction: a gateway paused past it stores nothing.
-      ...(lease === null ? {} : { fence: { channel, account: lease.account, holder, token: lease.token } }),
+      ...(lease === null ? {} : { fence: { channel: unit.channel, account: lease.account, holder, token: lease.token } }),
       core: options.core,
       logger: options.logger,
       approvals,
+      // Of a sharded account, shard 0 (which receives the direct messages) pushes the owner's approvals.
+      pushesApprovals: unit.shard === undefined || unit.shard.id === 0,
       ...(options.approvalPollMs === undefined ? {} : { approvalPollMs: options.approvalPollMs }),
       onStopped(reason) {
-        log.error({ channel, reason }, 'the channel stopped receiving: letting go of its account, to try again in a minute');
-        resting.set(channel, Date.now() + 60_000);
-        void queue(() => letGo(channel, withoutSecrets(reason, settings)));
+        log.error({ channel: unit.channel, account: unit.account, reason }, 'the channel stopped receiving: letting go of its account, to try again in a minute');
+        resting.set(unit.key, { unit, until: Date.now() + 60_000 });
+        void queue(() => letGo(unit.key, withoutSecrets(reason, settings)));
       },
     });
-    Object.assign(entry, { channel, settings, adapter, served, lease });
-    running.set(channel, entry);
-    failing.delete(channel);
+    Object.assign(entry, { unit, settings, adapter, served, lease });
+    running.set(unit.key, entry);
+    failing.delete(unit.key);
   }
 
-  /** Stop serving a channel and release its lease (when still ours). */
-  const stopping = new Set<ServedChannel>(); // channels being stopped: they finish the answers under way first
-  async function letGo(channel: string, error?: string): Promise<void> {
-    const current = running.get(channel);
+  /** Stop serving a unit and release its lease (when still ours). */
+  const stopping = new Set<ServedChannel>(); // units being stopped: they finish the answers under way first
+  async function letGo(key: string, error?: string): Promise<void> {
+    const current = running.get(key);
     if (current === undefined) return;
-    running.delete(channel);
+    running.delete(key);
     stopping.add(current.served);
     await current.served.stop().finally(() => stopping.delete(current.served));
-    if (current.lease !== null) await leases.release(current.lease, holder, error).catch((error: unknown) => log.warn({ channel, err: error }, 'the lease could not be released; it lapses on its own'));
+    if (current.lease !== null) await leases.release(current.lease, holder, error).catch((error: unknown) => log.warn({ channel: current.unit.channel, err: error }, 'the lease could not be released; it lapses on its own'));
   }
 
-  /** Start, restart or stop each channel to match the configuration and what is stored; take the leases that are free. */
+  /** Start, restart or stop each channel to match the configuration and what is stored; take the leases that are free, up to this gateway's share. */
   async function apply(stored: StoredSettings, failHard: boolean): Promise<void> {
     lastStored = stored;
     for (const state of channelStates(options.config, stored)) {
-      const current = running.get(state.channel);
+      const { channel } = state;
       const settings = state.setup.state === 'configured' ? JSON.stringify(state.setup.settings) : '';
-      if (current !== undefined && (!state.configured || current.settings !== settings)) {
-        await letGo(state.channel);
-        log.info({ channel: state.channel }, state.configured ? 'channel settings changed: restarting it' : 'channel no longer configured: stopped');
+      for (const current of [...running.values()].filter((entry) => entry.unit.channel === channel)) {
+        if (state.configured && current.settings === settings) continue;
+        await letGo(current.unit.key);
+        log.info({ channel, account: current.unit.account }, state.configured ? 'channel settings changed: restarting it' : 'channel no longer configured: stopped');
       }
+      const forget = (keep: (unit: Unit) => boolean) => {
+        for (const map of [standingBy, failing]) for (const [key, unit] of map) if (unit.channel === channel && !keep(unit)) map.delete(key);
+      };
       if (state.setup.state !== 'configured') {
-        standingBy.delete(state.channel);
-        failing.delete(state.channel);
+        forget(() => false);
+        if (present.delete(channel)) await leases.withdraw([channel], holder).catch(() => undefined);
         continue;
       }
-      if (running.has(state.channel) || (resting.get(state.channel) ?? 0) > Date.now()) continue;
-      const lease = state.setup.exclusive === false ? null : await leases.acquire(state.channel, defaultAccount, holder, leaseMs);
-      if (lease === null && state.setup.exclusive === false) {
+      if ((resting.get(channel)?.until ?? 0) > Date.now()) continue;
+      let units: Unit[];
+      try {
+        units = unitsOf(channel, await shardCounts.count(state, settings));
+      } catch (error) {
+        if (failHard) throw error;
+        resting.set(channel, { unit: unitsOf(channel, 1)[0]!, until: Date.now() + 60_000 });
+        log.error({ channel, err: error }, 'the channel’s shard count could not be learnt: trying again in a minute');
+        continue;
+      }
+      forget((unit) => units.some((candidate) => candidate.key === unit.key));
+      if (state.setup.exclusive === false) {
+        const unit = units[0]!;
+        if (running.has(unit.key)) continue;
         try {
-          await startChannel(state.channel, null, await state.plugin.create(state.setup.settings, host), settings);
+          await startUnit(unit, null, await state.plugin.create(state.setup.settings, host), settings);
         } catch (error) {
           if (failHard) throw error;
-          failing.add(state.channel);
-          log.error({ channel: state.channel, err: error }, 'channel could not start with its new settings; fix them with roster channel add or on the page');
+          failing.set(unit.key, unit);
+          log.error({ channel, err: error }, 'channel could not start with its new settings; fix them with roster channel add or on the page');
         }
         continue;
       }
-      if (lease === null) {
-        if (!standingBy.has(state.channel)) {
-          const other = await leases.holderOf(state.channel, defaultAccount);
-          log.info({ channel: state.channel, holder: other?.holder }, 'another gateway holds this bot account: standing by to take over when its lease lapses');
-        }
-        standingBy.add(state.channel);
-        continue;
+      // Of an account received in parts, this gateway takes its share: the gateways standing for the channel split them.
+      let share = units.length;
+      if (units.length > 1) {
+        await leases.announce(channel, holder, leaseMs);
+        present.add(channel);
+        share = fairShare(units.length, await leases.present(channel));
       }
-      const tookOver = standingBy.delete(state.channel);
-      // A new row starts at token 1; a token above it that this process did not hold was another process's.
-      if (lease.token > 1 && tokens.get(state.channel) !== lease.token) tell(() => options.observer?.leaseTakenOver(state.channel, defaultAccount));
-      tokens.set(state.channel, lease.token);
-      try {
-        await startChannel(state.channel, lease, await state.plugin.create(state.setup.settings, host), settings);
-        log.info({ channel: state.channel, token: lease.token }, tookOver ? 'took over the bot account' : 'serving the bot account');
-      } catch (error) {
-        await leases.release(lease, holder, withoutSecrets(`it could not start: ${(error as Error).message}`, settings)).catch(() => undefined);
-        if (failHard) throw error;
-        failing.add(state.channel);
-        log.error({ channel: state.channel, err: error }, 'channel could not start with its new settings; fix them with roster channel add or on the page');
+      let held = units.filter((unit) => running.has(unit.key)).length;
+      for (const unit of units) {
+        if (running.has(unit.key) || (resting.get(unit.key)?.until ?? 0) > Date.now()) continue;
+        const lease = held < share ? await leases.acquire(channel, unit.account, holder, leaseMs) : null;
+        if (lease === null) {
+          if (!standingBy.has(unit.key)) {
+            const other = await leases.holderOf(channel, unit.account);
+            log.info({ channel, account: unit.account, holder: other?.holder ?? null }, 'another gateway holds this bot account: standing by to take over when its lease lapses');
+          }
+          standingBy.set(unit.key, unit);
+          continue;
+        }
+        const tookOver = standingBy.delete(unit.key);
+        // A new row starts at token 1; a token above it that this process did not hold was another process's.
+        if (lease.token > 1 && tokens.get(unit.key) !== lease.token) tell(() => options.observer?.leaseTakenOver(channel, unit.account));
+        tokens.set(unit.key, lease.token);
+        try {
+          await startUnit(unit, lease, await state.plugin.create(state.setup.settings, host, unit.shard), settings);
+          held += 1;
+          log.info({ channel, account: unit.account, token: lease.token }, tookOver ? 'took over the bot account' : 'serving the bot account');
+        } catch (error) {
+          await leases.release(lease, holder, withoutSecrets(`it could not start: ${(error as Error).message}`, settings)).catch(() => undefined);
+          if (failHard) throw error;
+          // Not tried again with these settings for a minute: a standby's second-by-second look would retry it at once.
+          failing.set(unit.key, unit);
+          if (units.length > 1) resting.set(unit.key, { unit, until: Date.now() + 60_000 });
+          log.error({ channel, account: unit.account, err: error }, 'channel could not start with its new settings; fix them with roster channel add or on the page');
+        }
+      }
+      // More than its share (another gateway came): one part is let go, for a gateway below its share to take within a second.
+      if (held > share) {
+        const last = units.filter((unit) => running.has(unit.key)).at(-1)!;
+        log.info({ channel, account: last.account, share }, 'another gateway stands for this bot account: handing it one of the shards');
+        await letGo(last.key);
+        standingBy.set(last.key, last);
       }
     }
   }
 
-  /** Renew every held lease; a channel whose lease was lost stops at once. Then take any that lapsed. */
+  /** Renew every held lease (and this gateway's presence); a unit whose lease was lost stops at once. Then take any that lapsed. */
   async function heartbeat(): Promise<void> {
-    for (const [channel, entry] of [...running]) {
+    for (const channel of present) await leases.announce(channel, holder, leaseMs).catch((error: unknown) => log.warn({ channel, err: error }, 'the gateway’s presence could not be renewed'));
+    for (const [key, entry] of [...running]) {
       if (entry.lease === null) continue;
       const renewedAt = Date.now();
       const kept = await leases.renew(entry.lease, holder, leaseMs).catch((error: unknown) => {
-        log.warn({ channel, err: error }, 'the lease could not be renewed');
+        log.warn({ channel: entry.unit.channel, err: error }, 'the lease could not be renewed');
         return null;
       });
       if (kept === true) entry.validUntil = renewedAt + (leaseMs * 2) / 3;
       else if (kept === false) {
-        log.warn({ channel }, 'lost the bot account’s lease to another gateway: stopping it here');
-        running.delete(channel);
+        log.warn({ channel: entry.unit.channel, account: entry.unit.account }, 'lost the bot account’s lease to another gateway: stopping it here');
+        running.delete(key);
         await entry.served.stop();
       }
     }
-    if (lastStored !== null && (standingBy.size > 0 || resting.size > 0)) {
-      for (const [channel, until] of resting) if (until <= Date.now()) resting.delete(channel);
-      await apply(lastStored, false);
-    }
+    for (const [key, { until }] of resting) if (until <= Date.now()) resting.delete(key);
+    if (lastStored !== null && (standingBy.size > 0 || resting.size > 0 || present.size > 0)) await apply(lastStored, false);
   }
 
   /** Tell the observer, which must not stop the gateway. */
@@ -281,27 +325,16 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     return reloading;
   }
 
-  let ownServer: http.Server | null = null;
+  let ownServer: Server | null = null;
   let webhookUrl: string | null = null;
   let timer: NodeJS.Timeout | undefined;
   try {
     if (options.credentials !== undefined) lastVersion = await storedVersion();
     await apply(await storedSettings(), true);
-    if ((options.webhooksOn ?? 'own-port') === 'own-port') {
-      const server = http.createServer((request, response) => {
-        if (request.method !== 'POST') return answerWebhook(response, 405);
-        webhooks.handle(request, response);
-      });
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(options.config.GATEWAY_PORT, options.config.HOST, () => resolve());
-      });
-      ownServer = server;
-      const address = server.address() as AddressInfo;
-      webhookUrl = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
-    }
+    if ((options.webhooksOn ?? 'own-port') === 'own-port') ({ server: ownServer, url: webhookUrl } = await listenForWebhooks(webhooks, options.config));
   } catch (error) {
-    await Promise.allSettled([...running.keys()].map((channel) => letGo(channel)));
+    await Promise.allSettled([...running.keys()].map((key) => letGo(key)));
+    await leases.withdraw([...present], holder).catch(() => undefined);
     throw error;
   }
 
@@ -322,22 +355,24 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const watch = setInterval(() => standingBy.size > 0 && lastStored !== null && void queue(() => apply(lastStored!, false)), Math.min(1000, leaseMs / 3));
   for (const timer of [beat, watch]) timer.unref();
 
-  log.info({ channels: [...running.keys()], standingBy: [...standingBy], webhooks: webhookUrl }, 'gateway ready');
+  const channelsOf = (units: Iterable<Unit>) => [...new Set([...units].map((unit) => unit.channel))];
+  log.info({ channels: channelsOf([...running.values()].map((entry) => entry.unit)), standingBy: [...standingBy.keys()], webhooks: webhookUrl }, 'gateway ready');
   return {
     get channels() {
-      return [...running.keys()];
+      return channelsOf([...running.values()].map((entry) => entry.unit));
     },
     get standingBy() {
-      return [...standingBy];
+      return channelsOf([...standingBy.values()].filter((unit) => !running.has(unit.key)));
     },
     holder,
     webhooks,
     webhookUrl,
     accounts() {
       const states: AccountState[] = [];
-      for (const channel of running.keys()) states.push({ channel, account: defaultAccount, state: 'receiving' });
-      for (const channel of standingBy) if (!running.has(channel)) states.push({ channel, account: defaultAccount, state: 'standby' });
-      for (const channel of new Set([...failing, ...resting.keys()])) if (!running.has(channel)) states.push({ channel, account: defaultAccount, state: 'failing' });
+      for (const { unit } of running.values()) states.push({ channel: unit.channel, account: unit.account, state: 'receiving' });
+      for (const unit of standingBy.values()) if (!running.has(unit.key)) states.push({ channel: unit.channel, account: unit.account, state: 'standby' });
+      const down = new Map([...failing, ...[...resting].map(([key, { unit }]) => [key, unit] as const)]);
+      for (const [key, unit] of down) if (!running.has(key)) states.push({ channel: unit.channel, account: unit.account, state: 'failing' });
       return states;
     },
     reload: queueReload,
@@ -346,8 +381,9 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       if (timer !== undefined) clearInterval(timer);
       for (const timer of [beat, watch]) clearInterval(timer);
       await reloading;
-      // Released at once: a standby gateway takes the accounts over at its next heartbeat, not when the leases lapse.
-      await Promise.allSettled([...running.keys()].map((channel) => letGo(channel)));
+      // Withdrawn and released at once: a standby gateway takes the accounts over within a second, not when the leases lapse.
+      await leases.withdraw([...present], holder).catch(() => undefined);
+      await Promise.allSettled([...running.keys()].map((key) => letGo(key)));
       if (ownServer !== null) {
         ownServer.closeAllConnections();
         await new Promise<void>((resolve) => ownServer!.close(() => resolve()));

@@ -114,6 +114,32 @@ export function createLeaseStore(database: Database) {
       });
     },
 
+    /** Say this gateway stands for `channel` for `ttlMs` more (a row per channel and gateway, renewed with its leases). */
+    async announce(channel: string, holder: string, ttlMs: number): Promise<void> {
+      await database.adminScope('gateway: say it stands for a channel', (tx) =>
+        tx.query(
+          `insert into gateway_presence (channel, holder, expires_at) values ($1, $2, now() + make_interval(secs => $3::double precision / 1000))
+           on conflict (channel, holder) do update set expires_at = excluded.expires_at`,
+          [channel, holder, ttlMs],
+        ),
+      );
+    },
+
+    /** This gateway no longer stands for these channels (it stops, or they are no longer configured); rows lapsed an hour ago are swept. */
+    async withdraw(channels: readonly string[], holder: string): Promise<void> {
+      await database.adminScope('gateway: no longer stand for channels', (tx) =>
+        tx.query(`delete from gateway_presence where (holder = $1 and channel = any($2::text[])) or expires_at < now() - interval '1 hour'`, [holder, [...channels]]),
+      );
+    },
+
+    /** How many gateways stand for `channel` now (at least 1: the one asking). */
+    async present(channel: string): Promise<number> {
+      return database.adminScope('gateway: count the gateways of a channel', async (tx) => {
+        const { rows } = await tx.query<{ count: string }>(`select count(*) as count from gateway_presence where channel = $1 and expires_at >= now()`, [channel]);
+        return Math.max(1, Number(rows[0]?.count ?? 0));
+      });
+    },
+
     async holderOf(channel: string, account: string): Promise<LeaseHolder | null> {
       return database.adminScope('gateway: read who holds a bot account', async (tx) => {
         const { rows } = await tx.query<{ holder: string; token: string; expires_at: Date }>(

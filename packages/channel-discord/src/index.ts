@@ -3,6 +3,7 @@ export {
   createDiscordAdapter,
   discordApiUrl,
   discordCommands,
+  discordGatewayShards,
   discordIntents,
   discordTextLimit,
   toChannelError,

@@ -10,13 +10,23 @@ export const discordChannelIdPattern = /^[0-9]{17,20}$/;
 /** The most bound channels one Discord bot has. */
 export const maxDiscordBoundChannels = 100;
 
+/** The most gateway shards DISCORD_SHARDS may ask for. */
+export const maxDiscordShards = 1024;
+
 interface DiscordSettings {
   token: string;
   apiUrl?: string;
   boundChannels: readonly string[];
+  /** DISCORD_SHARDS: the shard count, instead of Discord's recommendation. */
+  shards?: number;
 }
 
-/** Discord: a bot token (with the Message Content intent on), one gateway session. */
+/**
+ * Discord: a bot token (with the Message Content intent on), one gateway
+ * session per shard. The shard count is Discord's recommendation (`GET
+ * /gateway/bot`) or DISCORD_SHARDS; each shard is leased on its own, so
+ * gateways split them.
+ */
 export const channelPlugin = defineChannelPlugin<DiscordSettings>({
   name: 'discord',
   label: 'Discord',
@@ -32,6 +42,17 @@ export const channelPlugin = defineChannelPlugin<DiscordSettings>({
       schema: optionalUrl(['http:', 'https:']),
       example: 'https://discord.com/api',
       description: 'Another Discord REST API base, without the version (a proxy); the gateway address is asked of it. Unset: Discord’s own.',
+    },
+    DISCORD_SHARDS: {
+      schema: z
+        .string()
+        .trim()
+        .transform((value) => (value === '' ? undefined : Number(value)))
+        .refine((count) => count === undefined || (Number.isInteger(count) && count >= 1 && count <= maxDiscordShards), { message: `a whole number from 1 to ${maxDiscordShards}` })
+        .optional(),
+      example: '2',
+      description:
+        'How many gateway shards the bot connects with, instead of the count Discord recommends (GET /gateway/bot). Each shard is held by one gateway; several gateways split them.',
     },
     DISCORD_CHANNELS: {
       schema: z
@@ -61,19 +82,30 @@ export const channelPlugin = defineChannelPlugin<DiscordSettings>({
     if (token === undefined) return { state: 'off', detail: 'not configured (set DISCORD_BOT_TOKEN or run roster channel add discord)' };
     const apiUrl = environment.DISCORD_API_URL as string | undefined;
     const boundChannels = (environment.DISCORD_CHANNELS as string[] | undefined) ?? boundRooms;
-    return { state: 'configured', settings: { token, ...(apiUrl === undefined ? {} : { apiUrl }), boundChannels }, mode: 'gateway' };
+    const shards = environment.DISCORD_SHARDS as number | undefined;
+    return {
+      state: 'configured',
+      settings: { token, ...(apiUrl === undefined ? {} : { apiUrl }), boundChannels, ...(shards === undefined ? {} : { shards }) },
+      mode: shards === undefined ? 'gateway' : `gateway, ${shards} shard${shards === 1 ? '' : 's'}`,
+    };
   },
-  async create(settings, host) {
+  async create(settings, host, shard) {
     const { createDiscordAdapter } = await import('./discord-adapter.js');
     return createDiscordAdapter({
       token: settings.token,
       ...(settings.apiUrl === undefined ? {} : { apiUrl: settings.apiUrl }),
       ...(settings.boundChannels.length === 0 ? {} : { boundChannels: settings.boundChannels }),
+      ...(shard === undefined ? {} : { shard }),
       logger: host.logger,
     });
   },
+  async shards(settings) {
+    if (settings.shards !== undefined) return settings.shards;
+    const { discordGatewayShards } = await import('./discord-check.js');
+    return discordGatewayShards({ token: settings.token, ...(settings.apiUrl === undefined ? {} : { apiUrl: settings.apiUrl }) });
+  },
   async check(settings, _host, { timeoutMs }) {
-    const { checkDiscordToken } = await import('./discord-adapter.js');
+    const { checkDiscordToken } = await import('./discord-check.js');
     const check = await checkDiscordToken({ token: settings.token, ...(settings.apiUrl === undefined ? {} : { apiUrl: settings.apiUrl }), ...(timeoutMs === undefined ? {} : { timeoutMs }) });
     return { status: check.ok ? 'ok' : 'fail', detail: check.detail };
   },

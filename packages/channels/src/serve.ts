@@ -35,6 +35,8 @@ export interface ServeChannelOptions {
   approvals?: ApprovalDesk;
   /** How often pending approvals are looked for (default a minute). */
   approvalPollMs?: number;
+  /** Whether this channel pushes the pending approvals (default true); `false` for all but one part of an account received in parts (Discord's shards). */
+  pushesApprovals?: boolean;
   /** Tries per message when the platform answers 429 (default 4), and the longest wait accepted (default 5 minutes). */
   retry?: { attempts?: number; maxWaitMs?: number };
   /**
@@ -356,7 +358,7 @@ export async function serveChannel(options: ServeChannelOptions): Promise<Served
   });
 
   let poll: NodeJS.Timeout | undefined;
-  if (options.approvals !== undefined) {
+  if (options.approvals !== undefined && options.pushesApprovals !== false) {
     const run = () => void pushApprovals().catch((error: unknown) => log?.error({ err: error }, 'pushing approvals failed'));
     run();
     poll = setInterval(run, options.approvalPollMs ?? 60_000);

@@ -158,6 +158,15 @@ export interface ChannelLinkState {
 }
 
 /**
+ * One part of a bot account's receiving, held by one gateway under its own
+ * lease: Discord's gateway shard `id` of `count`.
+ */
+export interface ChannelShard {
+  id: number;
+  count: number;
+}
+
+/**
  * A channel, as one package describes it. The gateway, `roster channel`,
  * `roster doctor`, the server's webhook routes and the page's Channels screen
  * iterate the registry of these; nothing outside a plugin names a channel.
@@ -183,7 +192,13 @@ export interface ChannelPlugin<Settings = unknown> {
    * promise, so that the platform's library is loaded only where a channel is
    * served, never by `roster channel list`.
    */
-  create(settings: Settings, host: ChannelHost): Promise<ChannelAdapter>;
+  create(settings: Settings, host: ChannelHost, shard?: ChannelShard): Promise<ChannelAdapter>;
+  /**
+   * How many parts receiving the account splits into (Discord's gateway
+   * shards): each is held by one gateway under its own lease, and made with
+   * `create(settings, host, shard)`. Absent: one, the whole account.
+   */
+  shards?(settings: Settings, host: ChannelHost): Promise<number>;
   /** Try the settings against the platform (a token's `getMe`), within `timeoutMs`. */
   check(settings: Settings, host: ChannelHost, options: { timeoutMs?: number }): Promise<ChannelCheck>;
 }

@@ -19,6 +19,7 @@ export {
   type ChannelLogger,
   type ChannelPlugin,
   type ChannelSetup,
+  type ChannelShard,
   type ChannelSources,
   type ChannelWebhook,
   type CredentialField,

@@ -13,5 +13,6 @@ export const tablesWithoutContent: Readonly<Record<string, string>> = {
   roster_migrations: 'the migration ledger',
   health_probe: 'one row /healthz rewrites to prove the database takes writes: a time',
   channel_leases: 'which gateway process holds each bot account: a channel, an account id, a process name and times',
+  gateway_presence: 'which gateway processes stand for a channel received in parts (Discord shards): a channel, a process name and times',
   installation_key: 'the fingerprint of the installation key: 16 hex digits that tell keys apart and reveal nothing of one',
 };

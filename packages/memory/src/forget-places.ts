@@ -91,6 +91,8 @@ export const forgetPlaces: Readonly<Record<string, ForgetReach>> = {
   'channel_leases.channel': enumeration,
   'channel_leases.account': noWords('a channel account id'),
   'channel_leases.holder': noWords('the name of the gateway process holding the account (host, process id, a random suffix)'),
+  'gateway_presence.channel': enumeration,
+  'gateway_presence.holder': noWords('the name of a gateway process standing for the channel (host, process id, a random suffix)'),
   'refused_messages.account': noWords('a channel account id'),
 
   // The learning loop.
