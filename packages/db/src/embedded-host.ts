@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { privateFileMode } from '@roster/config';
 import { RosterError } from '@roster/errors';
+import { imageSocketPath, serveImages } from './embedded-image.js';
 import { embeddedSocketPath, type HostReport } from './embedded-share.js';
 import { openPglite } from './open.js';
 
@@ -39,10 +40,20 @@ async function host(dataDir: string): Promise<void> {
   // A socket left by a host that died; this process holds the lock, so nobody else listens on it.
   fs.rmSync(socketPath, { force: true });
   const server = new PGLiteSocketServer({ db: opened.pglite, path: socketPath, maxConnections });
+  // Idleness is counted in checks, not read off the clock: on a busy machine the process may not run for seconds, and a
+  // command that connected meanwhile is still waiting to be accepted; it would be cut off by a clock that ran on.
+  let idleChecks = 0;
+  const busy = () => {
+    idleChecks = 0;
+  };
+  let images: Awaited<ReturnType<typeof serveImages>>;
   try {
     await server.start();
     fs.chmodSync(socketPath, privateFileMode);
+    // Backups: the image of the database that only this process can take (see embedded-image.ts).
+    images = await serveImages(opened.pglite, dataDir, busy);
   } catch (error) {
+    await server.stop().catch(() => {});
     await opened.release();
     report({ kind: 'failed', message: `cannot serve it on ${socketPath}: ${(error as Error).message}` });
     process.exitCode = 1;
@@ -50,12 +61,10 @@ async function host(dataDir: string): Promise<void> {
   }
   report({ kind: 'ready' });
   if (process.connected) process.disconnect();
+  busy();
 
   await new Promise<void>((resolve) => {
-    let lastBusy = Date.now();
-    server.addEventListener('connection', () => {
-      lastBusy = Date.now();
-    });
+    server.addEventListener('connection', busy);
     let stopping = false;
     const stop = () => {
       if (stopping) return;
@@ -65,13 +74,15 @@ async function host(dataDir: string): Promise<void> {
       void server.stop().then(resolve, resolve);
     };
     const timer = setInterval(() => {
-      if (server.getStats().activeConnections > 0) lastBusy = Date.now();
-      else if (Date.now() - lastBusy >= idleGraceMs) stop();
+      if (server.getStats().activeConnections > 0) busy();
+      else if ((idleChecks += 1) * idleCheckMs >= idleGraceMs) stop();
     }, idleCheckMs);
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
   });
+  await new Promise<void>((resolve) => images.close(() => resolve()));
   fs.rmSync(socketPath, { force: true });
+  fs.rmSync(imageSocketPath(dataDir), { force: true });
   await opened.release();
 }
 

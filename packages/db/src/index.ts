@@ -14,3 +14,6 @@ export { probeWrites } from './health.js';
 export { isConnectionLost } from './transaction.js';
 export { assertScope, isUuid, type Scope } from './scope.js';
 export { serveEmbeddedDatabase, type ServedDatabase } from './serve.js';
+export { backupFormatVersion, openBackupFile, readBackupHeader, writeBackupFile, type BackupBodyKind, type BackupHead, type BackupHeader } from './backup-file.js';
+export { checkRestoreTarget, restoreDatabaseImage, takeDatabaseImage } from './backup-image.js';
+export { readTombstones, type TombstoneRecord } from './backup-source.js';

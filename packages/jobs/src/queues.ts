@@ -4,7 +4,7 @@ import { parseRedisUrl } from '@roster/config';
 import { ClosingSafeConnection, isClusterConnection, ownClient, type ClusterConnection } from './connection.js';
 
 /** Every job Roster runs, one queue each, so that Bull Board shows them apart. */
-export const jobNames = ['fade', 'harvest', 'mirror', 'review', 'extract', 'embed', 'episodes', 'erase', 'vacuum'] as const;
+export const jobNames = ['fade', 'harvest', 'mirror', 'review', 'extract', 'embed', 'episodes', 'erase', 'vacuum', 'backup'] as const;
 export type JobName = (typeof jobNames)[number];
 
 const agentId = z.string().uuid();
@@ -33,6 +33,7 @@ export const payloadSchemas = {
     tables: z.array(z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/)).max(100).optional(),
   }),
   vacuum: z.object({}),
+  backup: z.object({}),
 } satisfies Record<JobName, z.ZodType>;
 
 export type JobPayload<N extends JobName> = z.output<(typeof payloadSchemas)[N]>;
