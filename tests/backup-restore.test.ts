@@ -200,7 +200,7 @@ describe('roster backup and roster restore', () => {
     const changed = path.join(source, 'changed.backup');
     const original = fs.readFileSync(sealed);
     const body = Buffer.from(original);
-    body[body.length - 100] ^= 0x01;
+    body[body.length - 100] = body[body.length - 100]! ^ 0x01;
     fs.writeFileSync(changed, body);
     await refused(fresh, changed, /^roster restore: The backup .* was changed or cut short after it was written/);
     const header = Buffer.from(original.toString('latin1').replace('"tookMs":', '"tookMs":1'), 'latin1');

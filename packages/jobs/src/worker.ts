@@ -19,8 +19,8 @@ export interface ScheduleOptions {
   idleMinutes: number;
   /** How often the embedded database is vacuumed (default 60 minutes; a server Postgres vacuums itself). */
   vacuumEveryMs: number;
-  /** Take the nightly backup (at the nightly hour, after the other nightly jobs); off by default. */
-  backup: boolean;
+  /** Take the nightly backup (at the nightly hour, after the other nightly jobs); off unless said. */
+  backup?: boolean;
 }
 
 export interface JobWorkerOptions extends JobDependencies {
@@ -108,7 +108,7 @@ export async function registerSchedulers(queues: QueueSet, schedule: ScheduleOpt
   }
   await queues.queues.vacuum.upsertJobScheduler('every-vacuum', { every: schedule.vacuumEveryMs }, { name: 'vacuum', data: {} });
   // Turned off by unsetting ROSTER_BACKUP_DIR: a schedule left by an earlier run goes too.
-  if (schedule.backup) await queues.queues.backup.upsertJobScheduler('nightly-backup', { pattern: `40 ${schedule.hour} * * *`, tz: schedule.timezone }, { name: 'backup', data: {} });
+  if (schedule.backup === true) await queues.queues.backup.upsertJobScheduler('nightly-backup', { pattern: `40 ${schedule.hour} * * *`, tz: schedule.timezone }, { name: 'backup', data: {} });
   else await queues.queues.backup.removeJobScheduler('nightly-backup');
 }
 
