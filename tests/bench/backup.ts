@@ -9,6 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { createHashingEmbedder, ensureEmbeddingModel } from '@roster/memory';
 import { embeddedInstallation, serverInstallation, type TestInstallation } from '../support/installation.js';
@@ -85,13 +86,14 @@ export async function run(args: readonly string[]): Promise<BenchmarkReport> {
   } else {
     findings.push('The server Postgres was not measured: TEST_DATABASE_URL was not set on this machine.');
   }
+  findings.push(`The machine's load average at the end: ${os.loadavg().map((value) => value.toFixed(1)).join(', ')} (1, 5 and 15 minutes) on ${os.cpus().length} cores; a shared machine's figures are upper bounds.`);
   return {
     notes: [
       'Each command is timed from its start to its exit, as an operator waits for it (a Node start and the database opening included). ' +
         '"copy" is the backup header\'s `tookMs`: the image of the embedded folder (taken under PGlite\'s query lock, so the time turns wait) or the `pg_dump`. ' +
         'The file is gzipped and sealed. The facts are bulk-loaded with their vectors (hashing embedder), in 10 scopes.',
     ],
-    tables: [{ title: 'roster backup and roster restore', columns: ['database', 'facts', 'backup command', 'copy', 'file', 'restore command'], rows }],
+    tables: [{ title: 'roster backup and roster restore', columns: ['database', 'facts', 'backup command (ms)', 'copy (ms)', 'file', 'restore command (ms)'], rows }],
     findings,
   };
 }
