@@ -47,7 +47,7 @@ describe('Bull Board', () => {
     const local = await server.request('GET', `${bullBoardPath}/api/queues`, { as: owner });
     expect(local.statusCode).toBe(200);
     const body = local.json() as { queues: Array<{ name: string; counts: Record<string, number>; readOnlyMode: boolean }> };
-    expect(body.queues.map((queue) => queue.name).sort()).toEqual(['embed', 'episodes', 'erase', 'extract', 'fade', 'harvest', 'mirror', 'review', 'vacuum']);
+    expect(body.queues.map((queue) => queue.name).sort()).toEqual(['embed', 'episodes', 'erase', 'extract', 'fade', 'harvest', 'mirror', 'review', 'vacuum', 'backup'].sort());
     expect(body.queues.find((queue) => queue.name === 'fade')).toMatchObject({ counts: expect.objectContaining({ waiting: 1 }), readOnlyMode: false });
     expect((await server.request('GET', bullBoardPath, { as: owner })).statusCode).toBe(200);
     // The owner's changes must come from a page of this server (its Origin): another site's form cannot make one.

@@ -22,6 +22,7 @@ const benchmarks: Record<string, () => Promise<Benchmark>> = {
   whatsapp: () => import('./whatsapp.js'),
   soak: () => import('./soak.js'),
   scale: () => import('./scale.js'),
+  backup: () => import('./backup.js'),
 };
 
 const documentPath = fileURLToPath(new URL('../../docs/benchmarks.md', import.meta.url));

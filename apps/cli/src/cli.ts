@@ -248,7 +248,7 @@ const commands: Command[] = [
   },
   {
     path: ['jobs', 'run'],
-    usage: 'roster jobs run <fade|harvest|mirror|review|extract|embed|episodes|erase|vacuum> [--agent NAME] [--all] [--wait] [--json]',
+    usage: 'roster jobs run <fade|harvest|mirror|review|extract|embed|episodes|erase|vacuum|backup> [--agent NAME] [--all] [--wait] [--json]',
     summary: 'Enqueue a job now; with --wait, print its result when a worker has run it.',
     details: [
       '--all      with embed: re-embed every fact (after a model change)',
@@ -301,6 +301,27 @@ const commands: Command[] = [
       'Exits 1 when a chain is broken or does not reach the expected head.',
     ],
     run: async (args, io) => (await import('./commands/audit.js')).runAuditVerify(args, io),
+  },
+  {
+    path: ['backup'],
+    usage: 'roster backup --out FILE [--plain] [--json]',
+    summary: 'A consistent copy of the database while Roster runs, sealed with the installation key (mode 600).',
+    details: [
+      'Embedded: the database’s own image of its folder; a server: pg_dump of Roster’s schema (pg_dump on PATH).',
+      'Carries the schema version, the audit chains’ heads, the time taken and the key’s fingerprint.',
+      '--plain   not sealed: anyone who can read the file reads every word in it',
+    ],
+    run: async (args, io) => (await import('./commands/backup.js')).runBackup(args, io),
+  },
+  {
+    path: ['restore'],
+    usage: 'roster restore FILE [--replay-forgets-from DATA_DIR|BACKUP|postgres://…] [--json]',
+    summary: 'Restore a backup into an empty data folder or an empty database; print the audit heads.',
+    details: [
+      'Refuses a non-empty target, a newer schema, another key or a changed file, and changes nothing then.',
+      '--replay-forgets-from   forget again what the newer database (or a newer backup) forgot after this backup',
+    ],
+    run: async (args, io) => (await import('./commands/backup.js')).runRestore(args, io),
   },
   {
     path: ['doctor'],

@@ -1,12 +1,26 @@
-import type { Config, Logger } from '@roster/config';
+import type { Config, InstallationKey, Logger } from '@roster/config';
 import type { Database } from '@roster/db';
 import { connectionFromUrl, jobNames, startJobWorker, type JobWorker } from '@roster/jobs';
 import { pingRedis } from '@roster/redis';
-import type { Runtime } from '@roster/runtime';
+import { takeNightlyBackup, type Runtime } from '@roster/runtime';
 
 export interface WorkerOptions {
-  config: Pick<Config, 'ROSTER_NIGHTLY_HOUR' | 'ROSTER_TIMEZONE' | 'ROSTER_IDLE_MINUTES' | 'ROSTER_VACUUM_MINUTES' | 'ROSTER_QUEUE_PREFIX' | 'ROSTER_JOB_LOCK_SECONDS'>;
+  config: Pick<
+    Config,
+    | 'ROSTER_NIGHTLY_HOUR'
+    | 'ROSTER_TIMEZONE'
+    | 'ROSTER_IDLE_MINUTES'
+    | 'ROSTER_VACUUM_MINUTES'
+    | 'ROSTER_QUEUE_PREFIX'
+    | 'ROSTER_JOB_LOCK_SECONDS'
+    | 'ROSTER_BACKUP_DIR'
+    | 'ROSTER_BACKUP_KEEP'
+    | 'DATABASE_URL'
+    | 'ROSTER_DATA_DIR'
+  >;
   database: Database;
+  /** The installation key: the nightly backup is sealed with it. */
+  key: InstallationKey;
   runtime: Runtime;
   redisUrl: string;
   logger: Logger;
@@ -25,6 +39,16 @@ export interface RunningWorker {
  */
 export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
   await pingRedis(options.redisUrl);
+  const { config } = options;
+  const backupDir = config.ROSTER_BACKUP_DIR;
+  const backup =
+    backupDir === undefined
+      ? undefined
+      : async () => {
+          const taken = await takeNightlyBackup({ config, database: options.database, key: options.key, dir: backupDir, keep: config.ROSTER_BACKUP_KEEP });
+          options.logger.info({ file: taken.file, bytes: taken.header.bytes, tookMs: taken.header.tookMs, removed: taken.removed.length }, 'nightly backup taken');
+          return { file: taken.file, bytes: taken.header.bytes, tookMs: taken.header.tookMs, removed: taken.removed.length };
+        };
   const jobs = await startJobWorker({
     database: options.database,
     memory: options.runtime.memory,
@@ -32,6 +56,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     engineFor: options.runtime.engineFor,
     judgeFor: options.runtime.judgeFor,
     logger: options.logger,
+    ...(backup === undefined ? {} : { backup }),
     connection: connectionFromUrl(options.redisUrl),
     prefix: options.config.ROSTER_QUEUE_PREFIX,
     // A dead worker's job is found by another worker's stalled check: its lock must have run out, and the check must run.

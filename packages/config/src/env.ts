@@ -187,6 +187,20 @@ export const environment = {
     example: '60',
     description: 'How often the worker vacuums the embedded database, which runs no autovacuum (a server Postgres vacuums itself).',
   },
+  ROSTER_BACKUP_DIR: {
+    schema: z
+      .string()
+      .trim()
+      .optional()
+      .transform((value) => (value === undefined || value === '' ? undefined : path.resolve(value))),
+    example: '/var/backups/roster',
+    description: 'A folder for the worker’s nightly backup (sealed with the installation key, mode 600), taken at the nightly hour. Unset: no nightly backup.',
+  },
+  ROSTER_BACKUP_KEEP: {
+    schema: z.coerce.number().int().min(1).max(365).default(7),
+    example: '7',
+    description: 'How many nightly backups are kept in ROSTER_BACKUP_DIR; the oldest beyond it are removed.',
+  },
   ROSTER_JOB_LOCK_SECONDS: {
     schema: z.coerce.number().int().min(1).max(3600).default(30),
     example: '30',

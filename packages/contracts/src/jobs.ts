@@ -5,7 +5,7 @@ import { z } from 'zod';
  * The outbox names its rows' queues with these, and the queues take them:
  * a job's kind and its payload are the same here, in the outbox and in Redis.
  */
-export const jobNames = ['fade', 'harvest', 'mirror', 'review', 'extract', 'embed', 'episodes', 'erase', 'vacuum'] as const;
+export const jobNames = ['fade', 'harvest', 'mirror', 'review', 'extract', 'embed', 'episodes', 'erase', 'vacuum', 'backup'] as const;
 export type JobName = (typeof jobNames)[number];
 
 const agentId = z.string().uuid();
@@ -34,6 +34,7 @@ export const payloadSchemas = {
     tables: z.array(z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/)).max(100).optional(),
   }),
   vacuum: z.object({}),
+  backup: z.object({}),
 } satisfies Record<JobName, z.ZodType>;
 
 export type JobPayload<N extends JobName> = z.output<(typeof payloadSchemas)[N]>;

@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { privateFileMode } from '@roster/config';
 import { RosterError } from '@roster/errors';
+import { imageSocketPath, serveImages } from './embedded-image.js';
 import { embeddedSocketPath, type HostReport } from './embedded-share.js';
 import { openPglite } from './open.js';
 
@@ -45,10 +46,26 @@ async function host(dataDir: string): Promise<void> {
   // A socket left by a host that died; this process holds the lock, so nobody else listens on it.
   fs.rmSync(socketPath, { force: true });
   const server = new PGLiteSocketServer({ db: opened.pglite, path: socketPath, maxConnections });
+  // Idle is counted in checks that ran, not in time gone by: a process starved of the CPU on a busy machine (or
+  // stopped) runs its next check late, and the connection waiting meanwhile must not find the host leaving.
+  const idleChecks = Math.ceil(idleGraceMs / idleCheckMs);
+  let quietChecks = 0;
+  let lastBusy = Date.now();
+  let served = false;
+  /** A connection came (to the database, or for a backup's image). */
+  const busy = () => {
+    served = true;
+    quietChecks = 0;
+    lastBusy = Date.now();
+  };
+  let images: Awaited<ReturnType<typeof serveImages>>;
   try {
     await server.start();
     fs.chmodSync(socketPath, privateFileMode);
+    // Backups: the image of the database that only this process can take (see embedded-image.ts).
+    images = await serveImages(opened.pglite, dataDir, busy);
   } catch (error) {
+    await server.stop().catch(() => {});
     await opened.release();
     report({ kind: 'failed', message: `cannot serve it on ${socketPath}: ${(error as Error).message}` });
     process.exitCode = 1;
@@ -56,19 +73,11 @@ async function host(dataDir: string): Promise<void> {
   }
   report({ kind: 'ready' });
   if (process.connected) process.disconnect();
+  // The wait for the first connection starts now that the command that started it may connect.
+  lastBusy = Date.now();
 
   await new Promise<void>((resolve) => {
-    // Idle is counted in checks that ran, not in time gone by: a process starved of the CPU on a busy machine (or
-    // stopped) runs its next check late, and the connection waiting meanwhile must not find the host leaving.
-    const idleChecks = Math.ceil(idleGraceMs / idleCheckMs);
-    let quietChecks = 0;
-    let lastBusy = Date.now();
-    let served = false;
-    server.addEventListener('connection', () => {
-      served = true;
-      quietChecks = 0;
-      lastBusy = Date.now();
-    });
+    server.addEventListener('connection', busy);
     let stopping = false;
     const stop = () => {
       if (stopping) return;
@@ -89,7 +98,9 @@ async function host(dataDir: string): Promise<void> {
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
   });
+  await new Promise<void>((resolve) => images.close(() => resolve()));
   fs.rmSync(socketPath, { force: true });
+  fs.rmSync(imageSocketPath(dataDir), { force: true });
   await opened.release();
 }
 

@@ -16,3 +16,6 @@ export { assertScope, isUuid, type Scope } from './scope.js';
 export { serveEmbeddedDatabase, type ServedDatabase, type ServeOptions } from './serve.js';
 export { defaultIdleInTransactionMs } from './password-gate.js';
 export { enqueue, outboxBacklog, type EraseJob, type OutboxBacklog, type OutboxJob, type QueuedJob } from './outbox.js';
+export { backupFormatVersion, openBackupFile, readBackupHeader, writeBackupFile, type BackupBodyKind, type BackupHead, type BackupHeader } from './backup-file.js';
+export { checkRestoreTarget, restoreDatabaseImage, takeDatabaseImage } from './backup-image.js';
+export { readTombstones, type TombstoneRecord } from './backup-source.js';

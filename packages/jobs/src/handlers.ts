@@ -9,6 +9,7 @@ import { reviewJob } from './handlers/review.js';
 import type { JobDependencies, JobRun } from './job-dependencies.js';
 import type { JobName, JobPayload } from './queues.js';
 import { vacuumJob } from './handlers/vacuum.js';
+import { backupJob } from './handlers/backup.js';
 
 export type { JobDependencies, JobRun } from './job-dependencies.js';
 
@@ -25,4 +26,5 @@ export const handlers: { [N in JobName]: Handler<N> } = {
   episodes: episodesJob,
   erase: eraseJob,
   vacuum: vacuumJob,
+  backup: backupJob,
 };

@@ -11,6 +11,11 @@ export interface JobDependencies {
   /** The engine that judges mirror replays (a separate call from the agent's). */
   judgeFor: (agent: Agent) => Engine;
   logger?: Logger;
+  /**
+   * The nightly backup (ROSTER_BACKUP_DIR): takes one into its folder and
+   * keeps the newest ROSTER_BACKUP_KEEP. Absent when backups are off.
+   */
+  backup?: () => Promise<{ file: string; bytes: number; tookMs: number; removed: number }>;
 }
 
 export interface JobRun {

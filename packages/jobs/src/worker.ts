@@ -19,6 +19,8 @@ export interface ScheduleOptions {
   idleMinutes: number;
   /** How often the embedded database is vacuumed (default 60 minutes; a server Postgres vacuums itself). */
   vacuumEveryMs: number;
+  /** Take the nightly backup (at the nightly hour, after the other nightly jobs); off unless said. */
+  backup?: boolean;
 }
 
 export interface JobWorkerOptions extends JobDependencies {
@@ -105,6 +107,9 @@ export async function registerSchedulers(queues: QueueSet, schedule: ScheduleOpt
     await queues.queues[name].upsertJobScheduler(`idle-${name}`, { every: schedule.idleCheckMs }, { name, data: { idleMinutes: schedule.idleMinutes } });
   }
   await queues.queues.vacuum.upsertJobScheduler('every-vacuum', { every: schedule.vacuumEveryMs }, { name: 'vacuum', data: {} });
+  // Turned off by unsetting ROSTER_BACKUP_DIR: a schedule left by an earlier run goes too.
+  if (schedule.backup === true) await queues.queues.backup.upsertJobScheduler('nightly-backup', { pattern: `40 ${schedule.hour} * * *`, tz: schedule.timezone }, { name: 'backup', data: {} });
+  else await queues.queues.backup.removeJobScheduler('nightly-backup');
 }
 
 /** Consume every queue, relay the outbox, keep the schedule. Stopping finishes short in-flight jobs and returns long ones to waiting. */
@@ -118,6 +123,7 @@ export async function startJobWorker(options: JobWorkerOptions): Promise<JobWork
     idleCheckMs: options.schedule?.idleCheckMs ?? 10 * 60_000,
     idleMinutes: options.schedule?.idleMinutes ?? 30,
     vacuumEveryMs: options.schedule?.vacuumEveryMs ?? 60 * 60_000,
+    backup: options.backup !== undefined,
   };
   if (options.schedulers !== false) await registerSchedulers(queues, schedule);
   const shared = ownClient(options.connection);

@@ -4,6 +4,7 @@ export { embedFacts, type EmbedFactsOptions, type EmbedFactsReport } from './emb
 export { ensureEmbeddingModel, writeEmbedding } from './embeddings.js';
 export { FactNotCurrentError, FactNotFoundError, FactStateError, RejectedStatementError, TombstonedError } from './errors.js';
 export { renderExport, type ExportFormat } from './export.js';
+export { tombstoneMatcher, type TombstoneRow } from './forget.js';
 export { erasedPlaces, forgetPlaces, redisPlaces, type ForgetReach } from './forget-places.js';
 export { bindInstallationKey } from './installation.js';
 export { fade, fadeBatchStatement, protectedCategories, type FadeOptions, type FadeReport } from './fade.js';

@@ -109,3 +109,4 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     engineFor({ id: 'check', name: agentName, job: 'check', instructions: '', engine: reference, status: 'active', createdAt: new Date(0) });
   return { embedder, memory, core, engineFor, judgeFor, checkEngine };
 }
+export { auditHeads, replayForgets, schemaVersion, takeBackup, takeNightlyBackup, type ReplayReport, type TakeBackupOptions } from './backup.js';

@@ -16,7 +16,7 @@ export async function runJobsRun(args: string[], io: CommandIo): Promise<number>
   );
   const name = positionals[0];
   if (positionals.length !== 1 || name === undefined || !isJobName(name)) throw new UsageError(`Name one job: ${jobNames.join(', ')}.`);
-  if ((name === 'erase' || name === 'vacuum') && typeof values.agent === 'string') throw new UsageError(`${name} works on the whole database: it takes no --agent.`);
+  if ((name === 'erase' || name === 'vacuum' || name === 'backup') && typeof values.agent === 'string') throw new UsageError(`${name} works on the whole database: it takes no --agent.`);
   const timeoutSeconds = parseInteger(values.timeout as string | undefined, '--timeout', 1, 86_400) ?? 600;
   const { database, roster, config } = await openRoster(io);
   try {

@@ -34,7 +34,7 @@ export async function runServices(args: string[], io: CommandIo, services: reado
     // The server shows the queues in Bull Board; with a worker in this process, they are its own.
     let queues: QueueSet | undefined;
     if (services.includes('worker')) {
-      const worker = await startWorker({ config, database, runtime, redisUrl: redis.url, logger });
+      const worker = await startWorker({ config, database, runtime, key, redisUrl: redis.url, logger });
       stops.push(() => worker.stop());
       queues = worker.jobs.queues;
     } else if (services.includes('server')) {
