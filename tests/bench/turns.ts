@@ -145,9 +145,9 @@ function countStatements(database: Database, counter: StatementCounter): Databas
   return {
     kind: database.kind,
     location: database.location,
-    withScope: (scope, fn) => {
+    withScope: (scope, fn, options) => {
       open('withScope');
-      return timed(counter.timings, null, () => database.withScope(scope, (tx) => fn(counted<ScopedTransaction>(tx))));
+      return timed(counter.timings, null, () => database.withScope(scope, (tx) => fn(counted<ScopedTransaction>(tx)), options));
     },
     adminScope: (reason, fn) => {
       open('adminScope');

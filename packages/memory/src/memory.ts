@@ -11,7 +11,7 @@ import { bindInstallationKey } from './installation.js';
 import { matchFacts, type FactMatch, type MatchOptions } from './match.js';
 import { redactSecrets } from './redact.js';
 import { factColumns, toFact, type FactRow } from './rows.js';
-import { ScopeSizeCache, searchFacts, type SearchOptions } from './search.js';
+import { prepareSearch, ScopeSizeCache, searchFacts, type SearchOptions, type SearchRead } from './search.js';
 import { contentHash, keyedContentHash, validateText } from './text.js';
 import { readableTrust, type Actor, type Fact, type Provenance, type SearchResult, type Tombstone, type Trust } from './types.js';
 import { forgetFact, tombstoneMatcher, type TombstoneRow } from './forget.js';
@@ -109,6 +109,12 @@ export interface Memory {
   /** What was believed at `recordedAt` (default now) to hold at `validAt` (default now), to the millisecond. */
   asOf(scope: Scope, at: { validAt?: Date; recordedAt?: Date }): Promise<Fact[]>;
   search(scope: Scope, query: string, options?: SearchOptions): Promise<SearchResult[]>;
+  /**
+   * The same search, made ready to be read inside the caller's own scoped
+   * statement (`SearchRead`): the core reads a turn's lessons, history and
+   * facts in one round trip. Open the transaction with its `settings`.
+   */
+  prepareSearch(scope: Scope, query: string, options?: SearchOptions): Promise<SearchRead>;
   /**
    * Only the facts that genuinely match a request (shared words or a close
    * vector, at measured thresholds), best first, each with why; none when
@@ -479,6 +485,11 @@ export function createMemory(options: MemoryOptions): Memory {
     async search(scope, query, options) {
       await prepare();
       return searchFacts(database, embedder, scope, query, { scopeSizes, ...options });
+    },
+
+    async prepareSearch(scope, query, options) {
+      await prepare();
+      return prepareSearch(embedder, scope, query, { scopeSizes, ...options });
     },
 
     async match(scope, request, options) {
