@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { isUuid, type Database, type Scope, type Transaction } from '@roster/db';
+import { isUuid, type Database, type Scope, type ScopedTransaction, type Transaction } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { redactSecrets } from '@roster/memory';
 import type { Channel, Person } from './directory.js';
@@ -216,21 +216,21 @@ export class ConversationStore {
   /**
    * An agent's reply, written in its own scope (a stranger's conversation has
    * none: roster_ops writes it), with its follow-up jobs in the same
-   * statement and what `alongside` writes (the turn's learning signals) in
-   * the same transaction: a reply is never kept without them. Unless `touch`
+   * statement and what `alongside` writes (the turn's learning signals and
+   * uses) in the same transaction: a reply is never kept without them. Unless `touch`
    * is false the reply ends the conversation's turn (see `routeInbound`).
    */
   async storeReply(
     scope: Scope | null,
     reply: { conversationId: string; agentId: string; text: string; visibility: Visibility },
     options: { jobs: readonly OutboxJob[]; touch: boolean },
-    alongside?: (tx: Transaction) => Promise<void>,
+    alongside?: (tx: ScopedTransaction) => Promise<void>,
   ): Promise<string> {
     const row = { conversationId: reply.conversationId, externalId: null, role: 'agent' as const, agentId: reply.agentId, text: reply.text };
     if (scope === null) {
+      // A guest has no memory and no learning: nothing is written alongside.
       return this.database.adminScope('core: store a reply to a guest', async (tx) => {
         const stored = await this.storeMessage(tx, { ...row, personId: null, visibility: 'conversation' }, options);
-        await alongside?.(tx);
         return stored.id;
       });
     }

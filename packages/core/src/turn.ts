@@ -266,6 +266,7 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
           explicitRemember,
           depth: 0,
           forgotten,
+          uses: [],
         };
         let answer: AgentAnswer;
         try {
@@ -277,7 +278,7 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
           const reason = RosterError.isInstance(error) ? error.message : 'its engine failed';
           answer = { text: `${agent.name} could not answer: ${reason}`, toolCalls: [], memories: [] };
         }
-        return { agent, scope, answer };
+        return { agent, scope, answer, uses: context.uses! };
       }),
     );
     // Replies are stored once every agent has answered, so that one that repeats words another agent forgot
@@ -288,7 +289,7 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
     // One reply ends the turn as it is stored; a team's replies leave that to the release after them.
     const single = answers.length === 1;
     const replies = await Promise.all(
-      answers.map(async ({ agent, scope, answer: given }) => {
+      answers.map(async ({ agent, scope, answer: given, uses }) => {
         const answer = repeatsForgotten(given.text) ? { ...given, text: `${agent.name}'s reply repeated words that were just forgotten; it is not kept.` } : given;
         // 5. The reply, its follow-up jobs and the signals, in the agent's scope, in one transaction: a reply is never kept without them.
         const jobs: OutboxJob[] =
@@ -311,7 +312,12 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
           scope,
           { conversationId: conversation.id, agentId: agent.id, text: answer.text, visibility },
           { jobs, touch: single },
-          scope === null || kept.length === 0 ? undefined : (tx) => learning.record(tx, scope, { messageId: message.id, signals: kept, text: body, channel: inbound.channel }),
+          scope === null
+            ? undefined
+            : async (tx) => {
+                await learning.record(tx, scope, { messageId: message.id, signals: kept, text: body, channel: inbound.channel });
+                for (const factIds of uses) await memory.recordUseIn(tx, factIds, 'recall', { kind: 'agent', id: agent.name });
+              },
         );
         if (single) lease.ended = true;
         return { agent: agent.name, agentId: agent.id, text: answer.text, toolCalls: answer.toolCalls, memories: answer.memories, messageId: replyId };

@@ -1,7 +1,6 @@
-import { toSql } from 'pgvector';
-import { fromSql } from 'pgvector';
+import { fromSql, toSql } from 'pgvector';
 import { vectorExpression } from './embeddings.js';
-import { factColumns, type FactRow } from './rows.js';
+import { factColumns, factRowFromJson, type FactRow } from './rows.js';
 
 /**
  * Everything one search reads, in one statement: the full-text arm
@@ -104,8 +103,6 @@ interface SearchJson {
   terms: Array<[string, number, number]>;
 }
 
-const timeColumns = ['valid_from', 'valid_to', 'recorded_at', 'superseded_at', 'last_used_at'] as const;
-
 /** The statement's value, as the arms and rows search ranks. */
 export function parseSearchSource(value: unknown): SearchSource {
   const json = (typeof value === 'string' ? JSON.parse(value) : value) as SearchJson;
@@ -117,8 +114,7 @@ export function parseSearchSource(value: unknown): SearchSource {
     .map((row, index) => ({ id: row.id, rank: index + 1, value: row.distance, own: 0 }));
   const vectors = new Map<string, number[]>();
   const facts = json.facts.map((row) => {
-    const fact = { ...row } as Record<string, unknown>;
-    for (const column of timeColumns) if (typeof fact[column] === 'string') fact[column] = new Date(fact[column] as string);
+    const fact = factRowFromJson(row) as unknown as Record<string, unknown>;
     if (typeof fact.embedding === 'string') vectors.set(fact.id as string, fromSql(fact.embedding) as number[]);
     delete fact.embedding;
     return fact as unknown as FactRow & { lexemes: string[] };
