@@ -43,6 +43,9 @@ const seed = 20_251_201;
 const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 /** The core's own share at p50, one conversation at a time, 10k facts, embedded database. */
 const targetCoreMs = 10;
+/** A turn's round trips: route and store, read the prompt, store the reply (issue 21). */
+const targetTransactions = 3;
+const targetStatements = 15;
 const warmUpTurns = 6;
 const doors = ['core.handle', 'POST /api/chat'] as const;
 type Door = (typeof doors)[number];
@@ -145,9 +148,9 @@ function countStatements(database: Database, counter: StatementCounter): Databas
   return {
     kind: database.kind,
     location: database.location,
-    withScope: (scope, fn) => {
+    withScope: (scope, fn, options) => {
       open('withScope');
-      return timed(counter.timings, null, () => database.withScope(scope, (tx) => fn(counted<ScopedTransaction>(tx))));
+      return timed(counter.timings, null, () => database.withScope(scope, (tx) => fn(counted<ScopedTransaction>(tx)), options));
     },
     adminScope: (reason, fn) => {
       open('adminScope');
@@ -173,6 +176,19 @@ interface TurnRecord {
   ms: number;
   /** The engine's own time: its `run`, less the memory tools it called. */
   engineMs: number;
+  /** What the message asks (`messageFor`): remember, recall or plain talk. */
+  kind?: TurnKind;
+  /** Counted for this turn alone, when no other turn overlapped it (one conversation at a time). */
+  statements?: number;
+  transactions?: number;
+}
+
+type TurnKind = 'remember' | 'recall' | 'talk';
+const turnKinds: readonly TurnKind[] = ['talk', 'remember', 'recall'];
+
+/** The kind of the message `messageFor` writes for turn number `turn`. */
+function kindOf(turn: number): TurnKind {
+  return turn % 4 === 0 ? 'remember' : turn % 4 === 1 ? 'recall' : 'talk';
 }
 
 interface RunResult {
@@ -345,12 +361,18 @@ async function measure(fixture: Fixture, kind: 'embedded' | 'server', facts: num
   await Promise.all(
     Array.from({ length: concurrency }, async (_, conversation) => {
       for (let turn = 0; turn < perConversation; turn += 1) {
-        const text = messageFor(random, vocabulary, fixture.known, conversation, turn + concurrency * 1000 + round * 1_000_000);
-        const record: TurnRecord = { ms: 0, engineMs: 0 };
+        const number = turn + concurrency * 1000 + round * 1_000_000;
+        const text = messageFor(random, vocabulary, fixture.known, conversation, number);
+        const record: TurnRecord = { ms: 0, engineMs: 0, kind: kindOf(number) };
         fixture.records.set(text, record);
+        const counted = { statements: fixture.counter.statements, transactions: fixture.counter.transactions };
         const before = performance.now();
         await sayThrough(fixture, door, conversation, text);
         record.ms = performance.now() - before;
+        if (concurrency === 1) {
+          record.statements = fixture.counter.statements - counted.statements;
+          record.transactions = fixture.counter.transactions - counted.transactions;
+        }
         fixture.records.delete(text);
         turns.push(record);
       }
@@ -468,6 +490,19 @@ function buildReport(results: RunResult[], options: Options, server: boolean): B
         `${(goal.statements / goal.turns.length).toFixed(1)} SQL statements in ${(goal.transactions / goal.turns.length).toFixed(1)} transactions per turn.`,
     );
   }
+  const alone = results.filter((result) => result.database === 'embedded' && result.door === 'core.handle' && result.concurrency === 1);
+  if (alone.length > 0) {
+    const perKind = turnKinds.map((kind) => {
+      const turns = alone.flatMap((result) => result.turns).filter((turn) => turn.kind === kind && turn.statements !== undefined);
+      const statements = mean(turns.map((turn) => turn.statements!));
+      const transactions = mean(turns.map((turn) => turn.transactions!));
+      return `${kind === 'talk' ? 'plain talk' : kind === 'remember' ? '`remember that …` (the engine calls `remember`)' : '`what do you know about …` (the engine calls `recall`)'}: ${statements.toFixed(1)} statements in ${transactions.toFixed(1)} transactions`;
+    });
+    findings.push(
+      `**Goal, ≤ ${targetTransactions} transactions and ≤ ${targetStatements} statements per turn, by kind of turn** (core.handle, one conversation at a time, ` +
+        `so each turn is counted alone; every fact count): ${perKind.join('; ')}.`,
+    );
+  }
   const http = results.filter((result) => result.database === 'embedded' && result.door === 'POST /api/chat' && result.concurrency === 1);
   const direct = results.filter((result) => result.database === 'embedded' && result.door === 'core.handle' && result.concurrency === 1);
   if (http.length > 0 && direct.length > 0) {
@@ -498,7 +533,7 @@ function buildReport(results: RunResult[], options: Options, server: boolean): B
         `called, which are the core's work); the offline engine needs no model, so almost all of a turn is the core's. ` +
         `*SQL statements per turn* are counted by a wrapper around the Database (each statement a transaction runs, plus ` +
         `begin, \`set local role\`, the scope's settings and commit that the layer sends around it; the first three go in one ` +
-        `round trip), divided by the turns of the row.`,
+        `round trip, and a graph search's own settings go in the scope's statement), divided by the turns of the row.`,
       `The embedded database is one PGlite session in the benchmark's process: concurrent conversations take turns on it, ` +
         `so latency grows with the conversations at once while turns per second stay about flat.`,
     ],

@@ -1,14 +1,14 @@
 import type { Logger } from '@roster/config';
 import type { Database, Scope } from '@roster/db';
 import { RosterError } from '@roster/errors';
-import { type Memory, type SearchResult } from '@roster/memory';
+import { type Memory, type SearchRead, type SearchResult } from '@roster/memory';
 import { runInTurn, type TurnContext } from './context.js';
-import type { ConversationStore } from './conversation-store.js';
+import { historyExpression, historyFromJson } from './conversation-store.js';
 import type { Agent, Directory } from './directory.js';
 import type { Engine, EngineFile, EnginePart, EngineToolCall } from '@roster/contracts';
 import { cannotReadFiles, unreadKinds } from './files.js';
 import type { LearningEventStore } from './learning-event-store.js';
-import { historyMessages, memoryBlock, systemPrefix } from './prompt.js';
+import { historyMessages, memoryBlock, systemPrefix, type StoredMessage } from './prompt.js';
 import { memoryTools, type ToolHost } from './tools.js';
 import type { TurnOptions } from './types.js';
 
@@ -19,7 +19,6 @@ export interface AgentRunnerOptions {
   database: Database;
   memory: Memory;
   directory: Directory;
-  conversations: ConversationStore;
   learning: LearningEventStore;
   engineFor: (agent: Agent) => Engine;
   historyTokens: number;
@@ -57,13 +56,46 @@ export type RunAgent = (
  * proposals, a colleague's answer).
  */
 export function createAgentRunner(options: AgentRunnerOptions): RunAgent {
-  const { database, memory, directory, conversations, learning, historyTokens, memoryTokens, log } = options;
+  const { database, memory, directory, learning, historyTokens, memoryTokens, log } = options;
 
-  async function activeLessons(scope: Scope): Promise<string[]> {
-    return database.withScope(scope, async (tx) => {
-      const { rows } = await tx.query<{ text: string }>(`select text from lessons where status = 'active' order by approved_at, id`);
-      return rows.map((row) => row.text);
-    });
+  /**
+   * Everything an agent's prompt reads, in one statement in its own scope:
+   * its active lessons, the facts the message finds (memory's one search
+   * statement), and its history (only a person's turn has one). Row-level
+   * security decides what each part sees.
+   */
+  async function readPrompt(
+    scope: Scope,
+    options: { query: string; readsBelowFloor: boolean; agentName: string; history: { conversationId: string; beforeMessageId: string } | null },
+  ): Promise<{ lessons: string[]; facts: SearchResult[]; history: StoredMessage[] }> {
+    let search: SearchRead | null = null;
+    if (options.query !== '') {
+      try {
+        search = await memory.prepareSearch(scope, options.query, { limit: 8, tokenBudget: memoryTokens, includeIrrelevant: options.readsBelowFloor });
+      } catch (error) {
+        log?.warn({ err: error, agent: options.agentName }, 'memory search failed; answering without it');
+      }
+    }
+    return database.withScope(
+      scope,
+      async (tx) => {
+        await search?.prepare(tx);
+        const params: unknown[] = [];
+        const searched = search === null ? null : search.expression(1);
+        if (searched !== null) params.push(...searched.params);
+        const historyColumn = options.history === null ? `'[]'::jsonb` : historyExpression(params.length + 1);
+        if (options.history !== null) params.push(options.history.conversationId, options.history.beforeMessageId, 40);
+        const { rows } = await tx.query<{ search: unknown; lessons: string[] | null; history: unknown }>(
+          `select ${searched === null ? 'null::jsonb' : searched.sql} as search,
+                  (select jsonb_agg(l.text order by l.approved_at, l.id) from lessons l where l.status = 'active') as lessons,
+                  ${historyColumn} as history`,
+          params,
+        );
+        const row = rows[0]!;
+        return { lessons: row.lessons ?? [], facts: search === null ? [] : search.finish(row.search), history: historyFromJson(row.history) };
+      },
+      search?.settings === undefined ? undefined : { settings: search.settings },
+    );
   }
 
   async function runAgent(
@@ -81,16 +113,17 @@ export function createAgentRunner(options: AgentRunnerOptions): RunAgent {
     const unread = unreadKinds(engine, files);
     if (unread.length > 0) return { text: cannotReadFiles(unread, text !== ''), toolCalls: [], memories: [] };
     const scope = context.scope;
-    const lessons = scope === null ? [] : await activeLessons(scope);
-    let facts: SearchResult[] = [];
-    if (scope !== null && query !== '') {
-      try {
-        facts = await memory.search(scope, query, { limit: 8, tokenBudget: memoryTokens, includeIrrelevant: engine.readsBelowFloor === true });
-      } catch (error) {
-        log?.warn({ err: error, agent: agent.name }, 'memory search failed; answering without it');
-      }
-    }
-    const history = context.depth === 0 && scope !== null ? historyMessages(await conversations.history(scope, context.messageId), agent.id, historyTokens) : [];
+    const read =
+      scope === null
+        ? { lessons: [], facts: [], history: [] }
+        : await readPrompt(scope, {
+            query,
+            readsBelowFloor: engine.readsBelowFloor === true,
+            agentName: agent.name,
+            history: context.depth === 0 && scope.conversationId !== undefined && scope.conversationId !== null ? { conversationId: scope.conversationId, beforeMessageId: context.messageId } : null,
+          });
+    const { lessons, facts } = read;
+    const history = historyMessages(read.history, agent.id, historyTokens);
     // A colleague answers from what it knows and changes nothing: read-only tools.
     const tools = scope === null ? [] : memoryTools(host).filter((tool) => (context.depth === 0 ? withColleagues || tool.name !== 'ask_agent' : readOnlyTools.has(tool.name)));
     const result = await runInTurn(engine.readsBelowFloor === true ? { ...context, readsBelowFloor: true } : context, () =>

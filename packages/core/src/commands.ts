@@ -101,7 +101,8 @@ export async function runCommand(dependencies: CommandDependencies, context: Com
     case 'forget': {
       if (person === null) return { text: strangerMemory(prefix), keep: false, agentId: null };
       if (context.name === 'forget' && context.words === '') return { text: `Say what to forget: ${prefix}forget WORDS.`, keep: false, agentId: null };
-      const agents = await chooseAgents(directory, conversation, context.binding, context.words, context.turn);
+      const named = context.turn.agent === undefined ? null : await directory.agentByName(context.turn.agent);
+      const agents = chooseAgents(await directory.listAgents(), named, conversation, context.binding, context.words, context.turn);
       if (agents.length === 0) {
         const names = (await directory.listAgents()).map((agent) => agent.name);
         const text = names.length === 0 ? 'There are no agents yet.' : `Which agent? Say ${prefix}agent NAME first (one of ${names.join(', ')}).`;

@@ -29,6 +29,12 @@ export interface TurnContext {
    * not kept, since it may be stored after the forget erased the transcript.
    */
   forgotten: string[];
+  /**
+   * The facts each recall of this agent's own turn returned (depth 0), one
+   * list per call: each is a use, recorded with the agent's reply in its
+   * transaction. Absent: each recall records its uses at once.
+   */
+  uses?: string[][];
   /** The engine answering reads search results below the relevance floor too (`Engine.readsBelowFloor`). */
   readsBelowFloor?: boolean;
 }

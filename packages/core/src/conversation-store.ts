@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { enqueue, isUuid, type Database, type OutboxJob, type Scope, type Transaction } from '@roster/db';
+import { enqueue, isUuid, outboxInsertSql, outboxRows, type Database, type EraseJob, type OutboxJob, type Scope, type ScopedTransaction, type Transaction } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { redactSecrets } from '@roster/memory';
 import type { Channel, Person } from './directory.js';
 import type { StoredMessage } from './prompt.js';
+import { routeInbound, type RouteInput, type Routed } from './route.js';
 import type { MessageFence, SourceMessage, TranscriptLine } from './types.js';
 
 /** A bot account's binding: which agent it serves and who may talk to it. */
@@ -28,16 +29,13 @@ export interface ConversationRow {
  */
 export type Visibility = 'pair' | 'conversation';
 
+/** A follow-up job a change writes with itself (any queue's but the erase, which collects in one row). */
+export type FollowUpJob = Exclude<OutboxJob, EraseJob>;
+
 /** How long one process may hold a conversation's turn before another may take it. */
 const turnLeaseSeconds = 120;
 const turnPollMs = 25;
 
-/**
- * The transcript and the conversations it belongs to: every statement that
- * reads or writes `conversations` and `messages` for the core. Routing (before
- * the sender is known) runs as roster_ops; an agent's reading of its history
- * and its reply run in the agent's own scope, so Postgres decides what it sees.
- */
 /**
  * Refuse to store for a door whose bot account's lease is no longer the one
  * it acts under (another gateway took the account over); the lease row stays
@@ -51,58 +49,21 @@ export async function checkFence(tx: Transaction, fence: MessageFence | undefine
   }
 }
 
+/**
+ * The transcript and the conversations it belongs to: every statement that
+ * reads or writes `conversations` and `messages` for the core. Routing (before
+ * the sender is known) runs as roster_ops; an agent's reading of its history
+ * and its reply run in the agent's own scope, so Postgres decides what it sees.
+ */
 export class ConversationStore {
   /** This process's name on the conversations whose turn it holds. */
   private readonly holder = randomUUID();
 
   constructor(private readonly database: Database) {}
 
-  async bindingFor(tx: Transaction, channel: Channel, account: string): Promise<Binding> {
-    const { rows } = await tx.query<{ id: string; agent_id: string | null; policy: Binding['policy']; allowlist: string[] }>(
-      'select id, agent_id, policy, allowlist from channel_bindings where channel = $1 and account = $2',
-      [channel, account],
-    );
-    const row = rows[0];
-    if (row !== undefined) return { id: row.id, agentId: row.agent_id, policy: row.policy, allowlist: row.allowlist };
-    // The local doors serve the owner's people; a channel without a binding pairs first.
-    return { id: null, agentId: null, policy: 'pairing', allowlist: [] };
-  }
-
-  async resolveSender(tx: Transaction, channel: Channel, sender: { personId?: string; externalId?: string }): Promise<Person | null> {
-    if (sender.personId !== undefined) {
-      const { rows } = await tx.query<Person>('select id, name, role from people where id = $1 and erased_at is null', [sender.personId]);
-      if (rows[0] === undefined) throw new RosterError('person_not_found', 'No such person.');
-      return rows[0];
-    }
-    if (sender.externalId === undefined) return null;
-    // A person who writes can be reached again: an earlier refusal to deliver (a block) is cleared.
-    const { rows } = await tx.query<Person>(
-      `with sender as (
-         update identities set unreachable_at = null where channel = $1 and external_id = $2 and unreachable_at is not null returning person_id
-       )
-       select p.id, p.name, p.role from identities i join people p on p.id = i.person_id where i.channel = $1 and i.external_id = $2`,
-      [channel, sender.externalId],
-    );
-    return rows[0] ?? null;
-  }
-
-  /**
-   * The conversation of an inbound message, made on first sight. A direct
-   * conversation opened by a stranger records its person once they are linked.
-   */
-  async openConversation(
-    tx: Transaction,
-    input: { channel: Channel; externalId: string; kind: 'dm' | 'group'; binding: Binding; person: Person | null },
-  ): Promise<ConversationRow> {
-    const { rows } = await tx.query<ConversationRow>(
-      `insert into conversations as c (channel, external_id, kind, binding_id, person_id, agent_id)
-       values ($1, $2, $3, $4, $5, $6)
-       on conflict (channel, external_id) do update
-         set person_id = case when c.kind = 'dm' then coalesce(c.person_id, excluded.person_id) else c.person_id end
-       returning id, kind, mode, agent_id`,
-      [input.channel, input.externalId, input.kind, input.binding.id, input.kind === 'dm' ? input.person?.id ?? null : null, input.binding.agentId],
-    );
-    return rows[0]!;
+  /** Route an inbound message and take its conversation's turn, in one statement (see `routeInbound`). */
+  route(tx: Transaction, input: Omit<RouteInput, 'holder' | 'leaseSeconds'>): Promise<Routed> {
+    return routeInbound(tx, { ...input, holder: this.holder, leaseSeconds: turnLeaseSeconds });
   }
 
   /**
@@ -122,9 +83,12 @@ export class ConversationStore {
       visibility: Visibility;
       untrusted?: boolean;
     },
+    options: { touch?: boolean; jobs?: readonly FollowUpJob[] } = {},
   ): Promise<{ id: string; duplicate: boolean }> {
     const redacted = redactSecrets(message.text);
-    // The conversation's last message time moves with the message, in the same statement.
+    const jobs = options.jobs ?? [];
+    // The conversation's last message time moves with the message (unless told not to: a team's replies, see
+    // `releaseTurn`), and the jobs that follow it are written, in the same statement.
     const { rows } = await tx.query<{ id: string }>(
       `with inserted as (
          insert into messages (conversation_id, external_id, role, person_id, agent_id, content, redacted, untrusted, visibility)
@@ -132,8 +96,8 @@ export class ConversationStore {
          on conflict (conversation_id, external_id) do nothing
          returning id
        ), touched as (
-         update conversations set last_message_at = now() where id = $1 and exists (select 1 from inserted)
-       )
+         update conversations set last_message_at = now() where id = $1 and $10::boolean and exists (select 1 from inserted)
+       )${jobs.length === 0 ? '' : `, jobs as (${outboxInsertSql('$11', 'exists (select 1 from inserted)')})`}
        select id from inserted`,
       [
         message.conversationId,
@@ -145,6 +109,8 @@ export class ConversationStore {
         redacted.kinds.length > 0,
         message.untrusted === true,
         message.visibility,
+        options.touch !== false,
+        ...(jobs.length === 0 ? [] : [outboxRows(jobs)]),
       ],
     );
     if (rows[0] !== undefined) return { id: rows[0].id, duplicate: false };
@@ -196,39 +162,6 @@ export class ConversationStore {
         [channel, account],
       ),
     );
-  }
-
-  /**
-   * The recent history an agent may see, read inside its own scope: its own
-   * exchanges with this person and what was said to everyone in this
-   * conversation. Row-level security enforces it; the query only orders it.
-   */
-  async history(scope: Scope, beforeMessageId: string, limit = 40): Promise<StoredMessage[]> {
-    if (scope.conversationId === undefined || scope.conversationId === null) return [];
-    return this.database.withScope(scope, async (tx) => {
-      const { rows } = await tx.query<{
-        role: StoredMessage['role'];
-        content: string;
-        person_name: string | null;
-        agent_id: string | null;
-        agent_name: string | null;
-      }>(
-        `select m.role, m.content, p.name as person_name, m.agent_id, a.name as agent_name
-         from messages m left join people p on p.id = m.person_id left join agents a on a.id = m.agent_id
-         where m.conversation_id = $1 and m.forgotten_at is null and m.id <> $2 and m.role in ('person', 'agent')
-           and m.created_at <= coalesce((select created_at from messages where id = $2), now())
-         order by m.created_at desc, m.id desc limit $3`,
-        [scope.conversationId, beforeMessageId, limit],
-      );
-      return rows.reverse().map((row) => ({
-        role: row.role,
-        content: row.content,
-        // An agent's reply names the agent; a person's line names the person.
-        personName: row.role === 'person' ? row.person_name : null,
-        agentId: row.agent_id,
-        agentName: row.agent_name,
-      }));
-    });
   }
 
   /** A person's own conversation on a channel, oldest first (see `Core.transcript`). */
@@ -299,62 +232,106 @@ export class ConversationStore {
 
   /**
    * An agent's reply, written in its own scope (a stranger's conversation has
-   * none: roster_ops writes it), with what `alongside` writes (its follow-up
-   * jobs) in the same transaction: a reply is never kept without them.
+   * none: roster_ops writes it), with its follow-up jobs in the same
+   * statement and what `alongside` writes (the turn's learning signals and
+   * uses) in the same transaction: a reply is never kept without them. Unless `touch`
+   * is false the reply ends the conversation's turn (see `routeInbound`).
    */
   async storeReply(
     scope: Scope | null,
     reply: { conversationId: string; agentId: string; text: string; visibility: Visibility },
-    alongside?: (tx: Transaction) => Promise<void>,
+    options: { jobs: readonly FollowUpJob[]; touch: boolean; fence?: MessageFence },
+    alongside?: (tx: ScopedTransaction) => Promise<void>,
   ): Promise<string> {
     const row = { conversationId: reply.conversationId, externalId: null, role: 'agent' as const, agentId: reply.agentId, text: reply.text };
     if (scope === null) {
+      // A guest has no memory and no learning: nothing is written alongside.
       return this.database.adminScope('core: store a reply to a guest', async (tx) => {
-        const stored = await this.storeMessage(tx, { ...row, personId: null, visibility: 'conversation' });
-        await alongside?.(tx);
+        await checkFence(tx, options.fence);
+        const stored = await this.storeMessage(tx, { ...row, personId: null, visibility: 'conversation' }, options);
         return stored.id;
       });
     }
     return this.database.withScope(scope, async (tx) => {
-      const stored = await this.storeMessage(tx, { ...row, personId: scope.personId, visibility: reply.visibility });
+      await checkFence(tx, options.fence);
+      const stored = await this.storeMessage(tx, { ...row, personId: scope.personId, visibility: reply.visibility }, options);
       await alongside?.(tx);
       return stored.id;
     });
   }
 
   /**
-   * Take a conversation's turn for this process, if no other holds it: a
-   * gateway and a server (or two gateways) handling the same conversation
-   * take turns. A lease in the conversation's row, not an advisory lock,
-   * because the embedded database is one session shared by every process
-   * that reaches it.
+   * Take a conversation's turn for this process, if it is free (see
+   * `routeInbound`): a gateway and a server (or two gateways) handling the
+   * same conversation take turns. A lease in the conversation's row, not an
+   * advisory lock, because the embedded database is one session shared by
+   * every process that reaches it. Returns the conversation when taken.
    */
-  async takeTurn(tx: Transaction, conversationId: string): Promise<boolean> {
-    const taken = await tx.query(
-      `update conversations set turn_holder = $2, turn_expires_at = now() + make_interval(secs => $3)
-       where id = $1 and (turn_holder is null or turn_holder = $2 or turn_expires_at < now())
-       returning id`,
+  async takeTurn(tx: Transaction, conversationId: string): Promise<ConversationRow | null> {
+    const { rows } = await tx.query<ConversationRow>(
+      `update conversations c set turn_holder = $2, turn_expires_at = now() + make_interval(secs => $3)
+       where id = $1 and (c.turn_holder is null or c.turn_holder = $2 or c.turn_expires_at < now()
+         or c.last_message_at > c.turn_expires_at - make_interval(secs => $3))
+       returning id, kind, mode, agent_id`,
       [conversationId, this.holder, turnLeaseSeconds],
     );
-    return (taken.rowCount ?? 0) > 0;
+    return rows[0] ?? null;
   }
 
-  /** Wait until this process holds the conversation's turn (unless it already does); returns its release. */
-  async holdTurn(conversationId: string, held: boolean, signal?: AbortSignal): Promise<() => Promise<void>> {
-    while (!held) {
+  /**
+   * Wait until this process takes the conversation's turn, then run `then`
+   * in the transaction that took it (the message is stored there, so that
+   * the turn and the message are one).
+   */
+  async waitTurn<T>(conversationId: string, signal: AbortSignal | undefined, then: (tx: Transaction, conversation: ConversationRow) => Promise<T>): Promise<T> {
+    for (;;) {
       if (signal?.aborted === true) throw new RosterError('turn_aborted', 'The turn was cancelled while waiting for the conversation.');
       await new Promise((resolve) => setTimeout(resolve, turnPollMs));
-      held = await this.database.adminScope('core: take a conversation’s turn', (tx) => this.takeTurn(tx, conversationId));
+      const taken = await this.database.adminScope('core: take a conversation’s turn and store its message', async (tx) => {
+        const conversation = await this.takeTurn(tx, conversationId);
+        return conversation === null ? null : { value: await then(tx, conversation) };
+      });
+      if (taken !== null) return taken.value;
     }
-    return async () => {
-      await this.database.adminScope('core: release a conversation’s turn', (tx) =>
-        tx.query('update conversations set turn_holder = null, turn_expires_at = null where id = $1 and turn_holder = $2', [conversationId, this.holder]),
-      );
-    };
+  }
+
+  /** Let go of a conversation's turn; `touched`: a team's replies were stored, and the conversation's last message time moves. */
+  async releaseTurn(conversationId: string, touched: boolean): Promise<void> {
+    await this.database.adminScope('core: release a conversation’s turn', (tx) =>
+      tx.query(
+        `update conversations set turn_holder = null, turn_expires_at = null, last_message_at = case when $3 then now() else last_message_at end
+         where id = $1 and turn_holder = $2`,
+        [conversationId, this.holder, touched],
+      ),
+    );
   }
 
   /** A job written with the change that needs it, in the caller's scope; relayed to the queues later. */
   async enqueue(tx: Transaction, job: OutboxJob): Promise<void> {
     await enqueue(tx, job);
   }
+}
+
+/**
+ * The recent history an agent may see, as one SQL expression (jsonb, oldest
+ * first) to read inside its own scope: its own exchanges with this person and
+ * what was said to everyone in this conversation. Row-level security enforces
+ * it; the query only orders it. Placeholders from `first`: the conversation,
+ * the message the turn answers, the limit.
+ */
+export function historyExpression(first: number): string {
+  const [conversation, before, limit] = [first, first + 1, first + 2].map((index) => `$${index}`);
+  return `coalesce((select jsonb_agg(jsonb_build_object('role', h.role, 'content', h.content, 'personName', h.person_name, 'agentId', h.agent_id, 'agentName', h.agent_name)
+              order by h.created_at, h.id)
+       from (select m.id, m.created_at, m.role, m.content, p.name as person_name, m.agent_id, a.name as agent_name
+             from messages m left join people p on p.id = m.person_id left join agents a on a.id = m.agent_id
+             where m.conversation_id = ${conversation}::uuid and m.forgotten_at is null and m.id <> ${before}::uuid and m.role in ('person', 'agent')
+               and m.created_at <= coalesce((select created_at from messages where id = ${before}::uuid), now())
+             order by m.created_at desc, m.id desc limit ${limit}::integer) h), '[]'::jsonb)`;
+}
+
+/** The history expression's value as the prompt reads it: a person's line names the person, an agent's reply the agent. */
+export function historyFromJson(value: unknown): StoredMessage[] {
+  const rows = (typeof value === 'string' ? JSON.parse(value) : value ?? []) as StoredMessage[];
+  return rows.map((row) => ({ ...row, personName: row.role === 'person' ? row.personName : null }));
 }

@@ -26,7 +26,6 @@ export function createCore(options: CoreOptions): Core {
     database,
     memory,
     directory,
-    conversations,
     learning,
     engineFor: options.engineFor,
     historyTokens: options.historyTokens ?? 1500,

@@ -1,12 +1,13 @@
 import type { Logger } from '@roster/config';
-import { isUuid, type Database, type Scope } from '@roster/db';
+import { isUuid, type Database, type Scope, type Transaction } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { normalizeText, validateText, type Memory } from '@roster/memory';
 import type { AgentAnswer, RunAgent } from './agent-runner.js';
 import { pairingHint, parseCommand, runCommand } from './commands.js';
 import type { TurnContext } from './context.js';
-import { checkFence, type Binding, type ConversationRow, type ConversationStore, type Visibility } from './conversation-store.js';
-import type { Agent, Directory, Person } from './directory.js';
+import { checkFence, type ConversationRow, type ConversationStore, type FollowUpJob, type Visibility } from './conversation-store.js';
+import type { Agent, Directory } from './directory.js';
+import type { Routed } from './route.js';
 import { InvalidInputError } from './errors.js';
 import type { EngineFile } from '@roster/contracts';
 import { fileMarker, validateFiles } from './files.js';
@@ -26,6 +27,17 @@ export interface TurnPipelineOptions {
   observer?: TurnObserver;
 }
 
+/** The inbound message as stored in the transaction that took its conversation's turn, and who it is for. */
+interface Inbound {
+  conversation: ConversationRow;
+  message: { id: string; duplicate: boolean };
+  /** The agents chosen for it; null for a command or an /agent switch, handled after. */
+  agents: Agent[] | null;
+  visibility?: Visibility;
+  /** "Which agent?": no agent was chosen, and this was stored in the same transaction. */
+  notice?: string;
+}
+
 /** How one turn went, filled in as it runs, for the observer: how it ended, and each agent's engine, time and failure. */
 interface Tally {
   outcome: TurnOutcome;
@@ -33,9 +45,11 @@ interface Tally {
 }
 
 /**
- * The turn pipeline, in order: route (sender, binding, conversation, turn
- * lease), store the message once, pick the agents, record learning signals,
- * run each agent in its own scope, store replies, queue follow-up jobs.
+ * The turn pipeline, in three transactions: route (sender, binding,
+ * conversation, turn lease), store the message once and address it to the
+ * agents chosen; each agent reads its prompt in its own scope in one
+ * statement and runs; each reply is stored with its follow-up jobs and the
+ * message's learning signals, which ends the turn.
  */
 export function createTurnPipeline(options: TurnPipelineOptions): (inbound: InboundMessage, turn: TurnOptions) => Promise<TurnResult> {
   const { database, memory, directory, conversations, learning, runAgent, log, observer } = options;
@@ -91,17 +105,59 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
     const local = inbound.channel === 'cli' || inbound.channel === 'web';
 
     const linkCode = inbound.sender.externalId === undefined ? undefined : /^\/link\s+([A-Za-z0-9]{8})\s*$/.exec(text)?.[1];
+    // The message as stored: its files as a marker, never their bytes.
+    const marker = fileMarker(files);
+    const said = marker === '' ? text : text === '' ? marker : `${text}\n${marker}`;
+    const stored = inbound.quoted === undefined ? said : `${said}\n\n[quoted]\n${inbound.quoted}`;
 
-    // 1. Resolve the sender and the binding; for a sender let in, open the conversation and take its turn, in one transaction.
-    const routed = await database.adminScope('core: route an inbound message', async (tx) => {
-      const binding = await conversations.bindingFor(tx, inbound.channel, account);
-      const person = await conversations.resolveSender(tx, inbound.channel, inbound.sender);
-      const allowed = binding.policy === 'open' || (binding.policy === 'allowlist' && binding.allowlist.includes(inbound.sender.externalId ?? ''));
-      // A link code is redeemed, never kept, whoever sends it.
-      if (linkCode !== undefined || (person === null && (local || !allowed))) return { binding, person, conversation: null, held: false };
-      const conversation = await conversations.openConversation(tx, { channel: inbound.channel, externalId: inbound.conversation.externalId, kind: inbound.conversation.kind, binding, person });
-      return { binding, person, conversation, held: await conversations.takeTurn(tx, conversation.id) };
+    /**
+     * Store the message in the transaction that took the conversation's turn, addressed to the agents
+     * chosen for it; a command or an /agent switch is stored for everyone and handled after.
+     */
+    const storeInbound = async (tx: Transaction, routed: Routed, conversation: ConversationRow): Promise<Inbound> => {
+      // A gateway's turn stores only while its bot account's lease is the one it acts under.
+      await checkFence(tx, turn.fence);
+      const store = (address: { agentId: string | null; visibility: Visibility }) =>
+        conversations.storeMessage(tx, {
+          conversationId: conversation.id,
+          externalId: inbound.externalMessageId ?? null,
+          role: 'person',
+          personId: routed.person?.id ?? null,
+          text: stored,
+          untrusted: inbound.quoted !== undefined,
+          ...address,
+        });
+      const everyone = { agentId: null, visibility: 'conversation' as const };
+      if (parseCommand(text) !== null || agentSwitchPattern.test(text)) return { conversation, message: await store(everyone), agents: null };
+      const agents = chooseAgents(routed.active, routed.named, conversation, routed.binding, text, turn);
+      if (agents.length === 0) {
+        const message = await store(everyone);
+        const names = routed.active.map((agent) => agent.name);
+        const words = names.length === 0 ? 'There are no agents yet: the owner adds one with roster agent add.' : `Which agent? Say /agent NAME (one of ${names.join(', ')}), or @mention one.`;
+        if (!message.duplicate) await conversations.storeMessage(tx, { conversationId: conversation.id, externalId: null, role: 'system', personId: routed.person?.id ?? null, agentId: null, text: words, visibility: 'conversation' });
+        return { conversation, message, agents, notice: words };
+      }
+      // A one-to-one message to one agent is that pair's alone; in a group or in team mode it is said to everyone there.
+      const team = turn.team === true || conversation.mode === 'team';
+      const visibility: Visibility = conversation.kind === 'dm' && !team && agents.length === 1 && routed.person !== null ? 'pair' : 'conversation';
+      return { conversation, message: await store({ agentId: visibility === 'pair' ? agents[0]!.id : null, visibility }), agents, visibility };
+    };
+
+    // 1. Route (sender, binding, conversation, the turn), store the message and address it: one transaction.
+    const first = await database.adminScope('core: route, store and address an inbound message', async (tx) => {
+      const routed = await conversations.route(tx, {
+        channel: inbound.channel,
+        account,
+        sender: inbound.sender,
+        conversation: inbound.conversation,
+        local,
+        linkCode: linkCode !== undefined,
+        agentName: turn.agent ?? null,
+      });
+      const held = routed.conversation !== null && routed.held ? await storeInbound(tx, routed, routed.conversation) : null;
+      return { routed, held };
     });
+    const { routed } = first;
 
     // 2. A stranger who is not let in links a code, or gets at most the pairing hint; nothing they said is kept.
     if (routed.conversation === null) {
@@ -121,12 +177,14 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
       return { ...unkept, notice: pairingHint(turn.commandPrefix) };
     }
 
-    // The conversation's turn is this process's until the replies are stored.
-    const release = await conversations.holdTurn(routed.conversation.id, routed.held, turn.signal);
+    // Another process holds the conversation's turn: wait for it, and store the message when it is this one's.
+    const inbound2 = first.held ?? (await conversations.waitTurn(routed.conversation.id, turn.signal, (tx, conversation) => storeInbound(tx, routed, conversation)));
+    // The conversation's turn is this process's until the replies are stored; a single reply ends it itself.
+    const lease = { ended: false, touched: false };
     try {
-      return await handleTurn(inbound, turn, text, files, routed.binding, routed.person, routed.conversation, tally, started);
+      return await handleTurn(inbound, turn, text, files, routed, inbound2, tally, started, lease);
     } finally {
-      await release();
+      if (!lease.ended) await conversations.releaseTurn(inbound2.conversation.id, lease.touched);
     }
   }
 
@@ -135,33 +193,20 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
     turn: TurnOptions,
     text: string,
     files: readonly EngineFile[],
-    binding: Binding,
-    person: Person | null,
-    conversation: ConversationRow,
+    routed: Routed,
+    stored: Inbound,
     tally: Tally | null,
     started: number,
+    lease: { ended: boolean; touched: boolean },
   ): Promise<TurnResult> {
-    // 3. Store the message once: its files as a marker, never their bytes.
-    const marker = fileMarker(files);
-    const said = marker === '' ? text : text === '' ? marker : `${text}\n${marker}`;
-    const message = await database.adminScope('core: store an inbound message', async (tx) => {
-      await checkFence(tx, turn.fence);
-      return conversations.storeMessage(tx, {
-        conversationId: conversation.id,
-        externalId: inbound.externalMessageId ?? null,
-        role: 'person',
-        personId: person?.id ?? null,
-        agentId: null,
-        text: inbound.quoted === undefined ? said : `${said}\n\n[quoted]\n${inbound.quoted}`,
-        visibility: 'conversation',
-        untrusted: inbound.quoted !== undefined,
-      });
-    });
+    const { binding, person } = routed;
+    const { conversation, message } = stored;
     const base = { messageId: message.id, conversationId: conversation.id, person };
     if (message.duplicate) {
       if (tally !== null) tally.outcome = 'duplicate';
       return { ...base, duplicate: true, replies: [], notice: null, signals: [] };
     }
+    if (stored.notice !== undefined) return { ...base, duplicate: false, replies: [], notice: stored.notice, signals: [] };
 
     const notice = async (words: string): Promise<TurnResult> => {
       await conversations.storeNotice(conversation.id, person?.id ?? null, words, turn.fence);
@@ -181,41 +226,28 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
       return { ...base, duplicate: false, replies: [], notice: answer.text, signals: [] };
     }
 
-    // 4. Pick the agent(s).
+    // 2. The agent(s): chosen with the route, or named by an /agent switch.
     let body = text;
     let agents: Agent[];
-    let team = turn.team === true || conversation.mode === 'team';
-    const switchTo = agentSwitchPattern.exec(text);
+    let visibility: Visibility;
+    const switchTo = stored.agents === null ? agentSwitchPattern.exec(text) : null;
     if (switchTo !== null) {
       const agent = await directory.agentByName(switchTo[1]!);
       await conversations.switchAgent(conversation.id, agent.id);
       if (switchTo[2] === undefined || switchTo[2].trim() === '') return notice(`Now talking to ${agent.name}.`);
       body = switchTo[2].trim();
       agents = [agent];
-      team = false;
+      visibility = conversation.kind === 'dm' && person !== null ? 'pair' : 'conversation';
+      await conversations.addressMessage(message.id, { agentId: visibility === 'pair' ? agent.id : null, visibility });
     } else {
-      agents = await chooseAgents(directory, conversation, binding, body, turn);
-      if (agents.length === 0) {
-        const names = (await directory.listAgents()).map((agent) => agent.name);
-        return notice(names.length === 0 ? 'There are no agents yet: the owner adds one with roster agent add.' : `Which agent? Say /agent NAME (one of ${names.join(', ')}), or @mention one.`);
-      }
+      agents = stored.agents!;
+      visibility = stored.visibility!;
     }
-    // A one-to-one message to one agent is that pair's alone; in a group or in team mode it is said to everyone there.
-    const visibility: Visibility = conversation.kind === 'dm' && !team && agents.length === 1 && person !== null ? 'pair' : 'conversation';
-    await conversations.addressMessage(message.id, { agentId: visibility === 'pair' ? agents[0]!.id : null, visibility });
 
-    // 5. Learning signals, once, from the person's own words, under each addressed agent.
+    // 3. Learning signals, once, from the person's own words; written with each addressed agent's reply.
     const signals = person === null ? [] : detectSignals(body, inbound.rating);
-    if (person !== null && signals.length > 0) {
-      for (const agent of agents) {
-        await learning.record(
-          { agentId: agent.id, personId: person.id, audience: conversation.kind === 'group' ? 'group' : 'private', conversationId: conversation.id },
-          { messageId: message.id, signals, text: body, channel: inbound.channel },
-        );
-      }
-    }
 
-    // 6. Each agent, concurrently, in its own scope.
+    // 4. Each agent, concurrently, in its own scope.
     const untrusted = inbound.quoted !== undefined;
     const explicitRemember = signals.some((signal) => signal.kind === 'remember');
     const forgotten: string[] = [];
@@ -236,6 +268,7 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
           explicitRemember,
           depth: 0,
           forgotten,
+          uses: [],
         };
         let answer: AgentAnswer;
         try {
@@ -247,42 +280,52 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
           const reason = RosterError.isInstance(error) ? error.message : 'its engine failed';
           answer = { text: `${agent.name} could not answer: ${reason}`, toolCalls: [], memories: [] };
         }
-        return { agent, scope, answer };
+        return { agent, scope, answer, uses: context.uses! };
       }),
     );
     // Replies are stored once every agent has answered, so that one that repeats words another agent forgot
-    // in this same turn is not kept after the forget erased the transcript.
+    // in this same turn is not kept after the forget erased the transcript; nor are the signals, which hold the person's words.
     const phrases = forgotten.map(normalizeText).filter((phrase) => phrase !== '');
+    const repeatsForgotten = (words: string) => phrases.length > 0 && phrases.some((phrase) => ` ${normalizeText(words)} `.includes(` ${phrase} `));
+    const kept = repeatsForgotten(body) ? [] : signals;
+    // One reply ends the turn as it is stored; a team's replies leave that to the release after them.
+    const single = answers.length === 1;
     const replies = await Promise.all(
-      answers.map(async ({ agent, scope, answer: given }) => {
-        const held = phrases.length > 0 && phrases.some((phrase) => ` ${normalizeText(given.text)} `.includes(` ${phrase} `));
-        const answer = held ? { ...given, text: `${agent.name}'s reply repeated words that were just forgotten; it is not kept.` } : given;
-        // 7. Follow-up jobs, in the agent's scope, written in the reply's own transaction: a reply is never kept without them.
-        const replyId = await conversations.storeReply(scope, { conversationId: conversation.id, agentId: agent.id, text: answer.text, visibility }, async (tx) => {
-          await checkFence(tx, turn.fence);
-          if (scope === null) return;
-          await conversations.enqueue(tx, {
-            queue: 'extract',
-            name: 'extract-conversation',
-            payload: { conversationId: conversation.id, agentId: agent.id, personId: person!.id },
-            dedupeKey: `extract:${conversation.id}:${agent.id}:${message.id}`,
-            agentId: agent.id,
-            personId: person!.id,
-          });
-          if (signals.length > 0) {
-            await conversations.enqueue(tx, {
-              queue: 'harvest',
-              name: 'harvest-agent',
-              payload: { agentId: agent.id },
-              dedupeKey: `harvest:${agent.id}:${message.id}`,
-              agentId: agent.id,
-              personId: person!.id,
-            });
-          }
-        });
+      answers.map(async ({ agent, scope, answer: given, uses }) => {
+        const answer = repeatsForgotten(given.text) ? { ...given, text: `${agent.name}'s reply repeated words that were just forgotten; it is not kept.` } : given;
+        // 5. The reply, its follow-up jobs and the signals, in the agent's scope, in one transaction: a reply is never kept without them.
+        const jobs: FollowUpJob[] =
+          scope === null
+            ? []
+            : [
+                {
+                  queue: 'extract',
+                  name: 'extract-conversation',
+                  payload: { conversationId: conversation.id, agentId: agent.id, personId: person!.id },
+                  dedupeKey: `extract:${conversation.id}:${agent.id}:${message.id}`,
+                  agentId: agent.id,
+                  personId: person!.id,
+                },
+                ...(kept.length === 0
+                  ? []
+                  : [{ queue: 'harvest' as const, name: 'harvest-agent', payload: { agentId: agent.id }, dedupeKey: `harvest:${agent.id}:${message.id}`, agentId: agent.id, personId: person!.id }]),
+              ];
+        const replyId = await conversations.storeReply(
+          scope,
+          { conversationId: conversation.id, agentId: agent.id, text: answer.text, visibility },
+          { jobs, touch: single, ...(turn.fence === undefined ? {} : { fence: turn.fence }) },
+          scope === null
+            ? undefined
+            : async (tx) => {
+                await learning.record(tx, scope, { messageId: message.id, signals: kept, text: body, channel: inbound.channel });
+                for (const factIds of uses) await memory.recordUseIn(tx, factIds, 'recall', { kind: 'agent', id: agent.name });
+              },
+        );
+        if (single) lease.ended = true;
         return { agent: agent.name, agentId: agent.id, text: answer.text, toolCalls: answer.toolCalls, memories: answer.memories, messageId: replyId };
       }),
     );
+    lease.touched = true;
     return { ...base, duplicate: false, replies, notice: null, signals };
   }
 

@@ -17,6 +17,16 @@ export interface ScopedTransaction extends Transaction {
   readonly scope: Scope;
 }
 
+/** What a scoped transaction may set besides its scope. */
+export interface ScopeOptions {
+  /**
+   * Settings local to the transaction, by name (`hnsw.ef_search`,
+   * `enable_sort`): names of lower-case words joined by dots, values any text.
+   * The scope's own settings (`roster.*`) and the role cannot be named.
+   */
+  settings?: Readonly<Record<string, string>>;
+}
+
 /** Which database Roster talks to, for health checks and `doctor`. */
 export interface DatabaseInfo {
   kind: 'embedded' | 'server';
@@ -40,8 +50,11 @@ export interface Database {
   /**
    * Run `fn` in one transaction as `roster_app` with the scope's settings.
    * Nested calls are refused: a scope is one transaction, not a stack.
+   * `options.settings` are more settings for this transaction only (the
+   * planner's and pgvector's, for a graph search), sent in the same round
+   * trip and statement as the scope's.
    */
-  withScope<T>(scope: Scope, fn: (tx: ScopedTransaction) => Promise<T>): Promise<T>;
+  withScope<T>(scope: Scope, fn: (tx: ScopedTransaction) => Promise<T>, options?: ScopeOptions): Promise<T>;
 
   /**
    * Run `fn` in one transaction as `roster_ops`: the role of the owner's
@@ -117,15 +130,21 @@ export function createPoolDatabase(options: PoolDatabaseOptions): Database {
     kind,
     location,
 
-    async withScope(scope, fn) {
+    async withScope(scope, fn, scopeOptions) {
       ensureOpen();
       refuseNesting();
       const checked = assertScope(scope);
+      const extra = Object.entries(scopeOptions?.settings ?? {}).map(([name, value]) => {
+        if (!/^[a-z][a-z_]*(\.[a-z][a-z_]*)?$/.test(name) || name.startsWith('roster.') || name === 'role' || name === 'session_authorization') {
+          throw new RosterError('scope_setting_invalid', `A scoped transaction cannot set ${JSON.stringify(name)}: name a planner or extension setting.`);
+        }
+        return `, set_config(${literal(name)}, ${literal(String(value))}, true)`;
+      });
       // The values are checked uuids and a known audience; quoted all the same. Sent with BEGIN, in one round trip.
       const opening =
         `set local role roster_app; select set_config('roster.agent_id', ${literal(checked.agentId)}, true), ` +
         `set_config('roster.person_id', ${literal(checked.personId ?? '')}, true), set_config('roster.audience', ${literal(checked.audience)}, true), ` +
-        `set_config('roster.conversation_id', ${literal(checked.conversationId ?? '')}, true)`;
+        `set_config('roster.conversation_id', ${literal(checked.conversationId ?? '')}, true)${extra.join('')}`;
       return transaction(
         pool,
         async (client) => {

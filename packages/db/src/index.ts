@@ -1,4 +1,4 @@
-export { createPoolDatabase, type PoolDatabaseOptions, type Database, type DatabaseInfo, type QueryResult, type ScopedTransaction, type Transaction } from './database.js';
+export { createPoolDatabase, type PoolDatabaseOptions, type Database, type DatabaseInfo, type QueryResult, type ScopeOptions, type ScopedTransaction, type Transaction } from './database.js';
 export { defaultMigrationsDir, loadMigrations, migrate, type Migration, type MigrationReport } from './migrate.js';
 export {
   compareVersions,
@@ -15,7 +15,7 @@ export { isConnectionLost } from './transaction.js';
 export { assertScope, isUuid, type Scope } from './scope.js';
 export { serveEmbeddedDatabase, type ServedDatabase, type ServeOptions } from './serve.js';
 export { defaultIdleInTransactionMs } from './password-gate.js';
-export { enqueue, outboxBacklog, type EraseJob, type OutboxBacklog, type OutboxJob, type QueuedJob } from './outbox.js';
+export { enqueue, outboxBacklog, outboxInsertSql, outboxRows, type EraseJob, type OutboxBacklog, type OutboxJob, type QueuedJob } from './outbox.js';
 export { backupFormatVersion, openBackupFile, readBackupHeader, writeBackupFile, type BackupBodyKind, type BackupHead, type BackupHeader } from './backup-file.js';
 export { checkRestoreTarget, restoreDatabaseImage, takeDatabaseImage } from './backup-image.js';
 export { readTombstones, type TombstoneRecord } from './backup-source.js';

@@ -36,18 +36,44 @@ export type OutboxJob = { [N in Exclude<JobName, 'erase'>]: QueuedJob<N> }[Exclu
  * could take is refused with nothing written.
  */
 export async function enqueue(tx: Transaction, job: OutboxJob): Promise<void> {
+  if (job.queue === 'erase') {
+    checked(job);
+    await tx.query('select roster_queue_erase($1)', [job.payload.tables]);
+    return;
+  }
+  await tx.query(outboxInsertSql('$1'), [outboxRows([job])]);
+}
+
+/** A job's payload checked against its queue's schema: a job that no queue could take is refused. */
+function checked(job: OutboxJob): unknown {
   const queue: string = job.queue;
   if (!isJobName(queue)) throw new RosterError('job_unknown', `No queue is named ${JSON.stringify(queue)}.`);
   const parsed = payloadSchemas[queue].safeParse(job.payload);
   if (!parsed.success) throw new RosterError('job_payload_invalid', `The ${queue} job's payload does not match its queue: ${parsed.error.issues[0]?.message ?? 'invalid'}.`);
-  if (job.queue === 'erase') {
-    await tx.query('select roster_queue_erase($1)', [job.payload.tables]);
-    return;
-  }
-  await tx.query(
-    `insert into outbox (queue, name, payload, dedupe_key, agent_id, person_id) values ($1, $2, $3, $4, $5, $6) on conflict (dedupe_key) do nothing`,
-    [job.queue, job.name, JSON.stringify(parsed.data), job.dedupeKey, job.agentId, job.personId],
-  );
+  return parsed.data;
+}
+
+/**
+ * Jobs (not erases) as the JSON array `outboxInsertSql` reads, each payload
+ * checked against its queue's schema first: for a statement that writes a
+ * change and its jobs at once (a turn's reply and its follow-ups).
+ */
+export function outboxRows(jobs: ReadonlyArray<Exclude<OutboxJob, EraseJob>>): string {
+  return JSON.stringify(jobs.map((job) => ({ queue: job.queue, name: job.name, payload: checked(job), dedupeKey: job.dedupeKey, agentId: job.agentId, personId: job.personId })));
+}
+
+/**
+ * The outbox insert of the jobs `outboxRows` made, given in `parameter`,
+ * where `condition` holds (in a statement that writes the change they
+ * follow); a job already queued (its dedupe key) is not queued twice. The
+ * only SQL that inserts outbox rows from TypeScript.
+ */
+export function outboxInsertSql(parameter: string, condition = 'true'): string {
+  return `insert into outbox (queue, name, payload, dedupe_key, agent_id, person_id)
+    select j."queue", j."name", j."payload", j."dedupeKey", j."agentId", j."personId"
+    from jsonb_to_recordset(${parameter}::jsonb) as j("queue" text, "name" text, "payload" jsonb, "dedupeKey" text, "agentId" uuid, "personId" uuid)
+    where ${condition}
+    on conflict (dedupe_key) do nothing`;
 }
 
 /** The outbox's backlog in one queue: rows not yet handed to Redis, and the age of the oldest. */

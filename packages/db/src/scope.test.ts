@@ -47,6 +47,19 @@ afterAll(async () => {
 });
 
 describe('withScope', () => {
+  it('opens with settings for its transaction only, and refuses one that names the scope or the role', async () => {
+    const scope: Scope = { agentId: ids.scout, personId: ids.ada, audience: 'private' };
+    const read = (tx: Transaction) => tx.query<{ sort: string; agent: string }>(`select current_setting('enable_sort') as sort, current_setting('roster.agent_id') as agent`);
+    const inside = await db.withScope(scope, async (tx) => (await read(tx)).rows[0], { settings: { enable_sort: 'off' } });
+    expect(inside).toEqual({ sort: 'off', agent: ids.scout });
+    // Positive control: without settings the planner's default holds, and the scope reads as before.
+    expect((await db.withScope(scope, async (tx) => (await read(tx)).rows[0]))?.sort).toBe('on');
+    for (const name of ['roster.agent_id', 'role', 'enable_sort; drop table facts']) {
+      await expect(db.withScope(scope, async () => 'ran', { settings: { [name]: 'x' } })).rejects.toMatchObject({ code: 'scope_setting_invalid' });
+    }
+    expect(await visible(scope)).toEqual(['scout-ada-private', 'scout-agent-wide']);
+  });
+
   it("reads agent A's fact inside A's scope and not inside B's", async () => {
     const scoutForAda = await visible({ agentId: ids.scout, personId: ids.ada, audience: 'private' });
     const coderForAda = await visible({ agentId: ids.coder, personId: ids.ada, audience: 'private' });

@@ -1,5 +1,5 @@
 import type { Channel } from '@roster/contracts';
-import type { Database, Scope } from '@roster/db';
+import type { Database, Scope, Transaction } from '@roster/db';
 import { redactSecrets, validateText } from '@roster/memory';
 import { proposeApproval } from './approvals.js';
 
@@ -16,18 +16,19 @@ export type LearningEventKind = 'correction' | 'remember' | 'preference' | 'nega
 export class LearningEventStore {
   constructor(private readonly database: Database) {}
 
-  /** The signals of one message, one row each, in the addressed agent's scope. */
-  async record(scope: Scope, input: { messageId: string; signals: readonly { kind: LearningEventKind }[]; text: string; channel: Channel }): Promise<void> {
+  /**
+   * The signals of one message, one row each, in one statement of the
+   * caller's transaction, which runs in the addressed agent's scope (the
+   * turn writes them with the agent's reply).
+   */
+  async record(tx: Transaction, scope: Scope, input: { messageId: string; signals: readonly { kind: LearningEventKind }[]; text: string; channel: Channel }): Promise<void> {
+    if (input.signals.length === 0) return;
     const text = redactSecrets(input.text).text.slice(0, 4000);
-    await this.database.withScope(scope, async (tx) => {
-      for (const signal of input.signals) {
-        await tx.query(
-          `insert into learning_events (agent_id, person_id, conversation_id, message_id, kind, text, actor_kind, channel)
-           values ($1, $2, $3, $4, $5, $6, 'person', $7)`,
-          [scope.agentId, scope.personId, scope.conversationId ?? null, input.messageId, signal.kind, text, input.channel],
-        );
-      }
-    });
+    await tx.query(
+      `insert into learning_events (agent_id, person_id, conversation_id, message_id, kind, text, actor_kind, channel)
+       select $1, $2, $3, $4, kind, $6, 'person', $7 from unnest($5::text[]) with ordinality as s(kind, n) order by n`,
+      [scope.agentId, scope.personId, scope.conversationId ?? null, input.messageId, input.signals.map((signal) => signal.kind), text, input.channel],
+    );
   }
 
   /**

@@ -17,8 +17,10 @@ export {
   hashingVectorWeight,
   neighbourWeight,
   ScopeSizeCache,
+  prepareSearch,
   searchFacts,
   type SearchOptions,
+  type SearchRead,
 } from './search.js';
 export { hashingRelevanceFloor, relevanceFloor, type RelevanceFloor } from './relevance.js';
 export {

@@ -4,14 +4,15 @@ import { RosterError } from '@roster/errors';
 import { createAuditLog, type AuditLog } from './audit.js';
 import type { Embedder } from './embedders/index.js';
 import { embedFacts, type EmbedFactsOptions, type EmbedFactsReport } from './embed-facts.js';
-import { embedOne, ensureEmbeddingModel, writeEmbedding } from './embeddings.js';
+import { embedOne, ensureEmbeddingModel } from './embeddings.js';
+import { toSql } from 'pgvector';
 import { FactNotFoundError, FactStateError, RejectedStatementError, TombstonedError } from './errors.js';
 import { renderExport, type ExportFormat } from './export.js';
 import { bindInstallationKey } from './installation.js';
 import { matchFacts, type FactMatch, type MatchOptions } from './match.js';
 import { redactSecrets } from './redact.js';
-import { factColumns, toFact, type FactRow } from './rows.js';
-import { ScopeSizeCache, searchFacts, type SearchOptions } from './search.js';
+import { factColumns, factRowFromJson, toFact, type FactRow } from './rows.js';
+import { prepareSearch, ScopeSizeCache, searchFacts, type SearchOptions, type SearchRead } from './search.js';
 import { contentHash, keyedContentHash, validateText } from './text.js';
 import { readableTrust, type Actor, type Fact, type Provenance, type SearchResult, type Tombstone, type Trust } from './types.js';
 import { forgetFact, tombstoneMatcher, type TombstoneRow } from './forget.js';
@@ -110,12 +111,20 @@ export interface Memory {
   asOf(scope: Scope, at: { validAt?: Date; recordedAt?: Date }): Promise<Fact[]>;
   search(scope: Scope, query: string, options?: SearchOptions): Promise<SearchResult[]>;
   /**
+   * The same search, made ready to be read inside the caller's own scoped
+   * statement (`SearchRead`): the core reads a turn's lessons, history and
+   * facts in one round trip. Open the transaction with its `settings`.
+   */
+  prepareSearch(scope: Scope, query: string, options?: SearchOptions): Promise<SearchRead>;
+  /**
    * Only the facts that genuinely match a request (shared words or a close
    * vector, at measured thresholds), best first, each with why; none when
    * nothing does. Forget, correct and update act on nothing else.
    */
   match(scope: Scope, request: string, options?: MatchOptions): Promise<FactMatch[]>;
   recordUse(scope: Scope, factIds: readonly string[], reason: UseReason, actor: Actor): Promise<number>;
+  /** The same, in the caller's scoped transaction: the core records a turn's uses with its reply. */
+  recordUseIn(tx: ScopedTransaction, factIds: readonly string[], reason: UseReason, actor: Actor): Promise<number>;
   /** Compute the vectors facts lack (the embed job); a fact forgotten meanwhile gets none. */
   embedFacts(options?: EmbedFactsOptions): Promise<EmbedFactsReport>;
   export(scope: Scope, format: ExportFormat): Promise<string>;
@@ -152,9 +161,15 @@ export function createMemory(options: MemoryOptions): Memory {
     return embedOne(embedder, content);
   }
 
+  /** The vector of a fact this transaction wrote (no other can have forgotten or changed it yet), or the job that will compute it. */
   async function storeVector(tx: ScopedTransaction, fact: Fact, vector: number[] | null): Promise<void> {
     if (vector !== null) {
-      await writeEmbedding(tx, { ...fact, content: fact.content ?? '' }, embedder.model, vector);
+      await tx.query(
+        `insert into fact_embeddings (fact_id, model, agent_id, person_id, audience, embedding, searchable)
+         values ($1, $2, $3, $4, $5, $6::vector, $7)
+         on conflict (fact_id, model) do update set embedding = excluded.embedding, searchable = excluded.searchable, created_at = now()`,
+        [fact.id, embedder.model, fact.agentId, fact.personId, fact.audience, toSql(vector), ['candidate', 'active', 'verified'].includes(fact.trust) && fact.validTo === null && fact.supersededAt === null],
+      );
       return;
     }
     await enqueue(tx, { queue: 'embed', name: 'embed-fact', payload: { factId: fact.id, model: embedder.model }, dedupeKey: `embed:${fact.id}:${embedder.model}`, agentId: fact.agentId, personId: tx.scope.personId });
@@ -174,18 +189,28 @@ export function createMemory(options: MemoryOptions): Memory {
     return 'active';
   }
 
+  /** What `admit` reads, as one SQL expression (jsonb): the live tombstones and the rejected facts of these words ($hash). */
+  const admissionExpression = (hash: string) => `jsonb_build_object(
+      'tombstones', coalesce((select jsonb_agg(jsonb_build_object('id', t.id, 'person_id', t.person_id, 'content_hash', t.content_hash, 'minhash', t.minhash,
+        'hash_kind', t.hash_kind, 'source_message_ids', t.source_message_ids)) from tombstones t where t.lifted_at is null), '[]'::jsonb),
+      'rejected', coalesce((select jsonb_agg(f.source_message_ids) from facts f where f.trust = 'rejected' and f.content_hash = ${hash}), '[]'::jsonb))`;
+
+  interface Admission {
+    tombstones: Array<TombstoneRow & { id: string; person_id: string | null; source_message_ids: string[] }>;
+    rejected: string[][];
+  }
+
   /**
    * Refuse what a tombstone or a rejection covers, or lift the tombstone when
-   * the same person says it again, explicitly, in a new message.
+   * the same person says it again, explicitly, in a new message. `read` is
+   * what `admissionExpression` read in this transaction, else it is read here.
    */
-  async function admit(tx: ScopedTransaction, content: string, hash: string, provenance: Provenance): Promise<void> {
+  async function admit(tx: ScopedTransaction, content: string, hash: string, provenance: Provenance, read?: Admission): Promise<void> {
     const scope = tx.scope;
     const matches = tombstoneMatcher(key, content);
-    const tombstones = await tx.query<TombstoneRow & { id: string; person_id: string | null; source_message_ids: string[] }>(
-      `select id, person_id, content_hash, minhash, hash_kind, source_message_ids from tombstones where lifted_at is null`,
-    );
+    const admission = read ?? (await tx.query<{ admission: Admission }>(`select ${admissionExpression('$1')} as admission`, [hash])).rows[0]!.admission;
     const sources = provenance.sourceMessageIds ?? [];
-    for (const tombstone of tombstones.rows) {
+    for (const tombstone of admission.tombstones) {
       if (!matches(tombstone)) continue;
       const liftable =
         provenance.explicit === true &&
@@ -206,12 +231,8 @@ export function createMemory(options: MemoryOptions): Memory {
         detail: { message_id: sources[0] },
       });
     }
-    const rejected = await tx.query<{ source_message_ids: string[] }>(
-      `select source_message_ids from facts where trust = 'rejected' and content_hash = $1`,
-      [hash],
-    );
-    for (const row of rejected.rows) {
-      const sameSources = sources.length === 0 || sources.some((id) => row.source_message_ids.includes(id));
+    for (const ids of admission.rejected) {
+      const sameSources = sources.length === 0 || sources.some((id) => ids.includes(id));
       const restatedByPerson = provenance.actor.kind === 'person' && provenance.explicit === true;
       if (sameSources && !restatedByPerson) throw new RejectedStatementError();
     }
@@ -335,21 +356,24 @@ export function createMemory(options: MemoryOptions): Memory {
       }
       const vector = await vectorFor(next.content);
       return database.withScope(scope, async (tx) => {
-        // The same words as believed now, else as they held until a change (a restatement).
-        const known = await tx.query<FactRow & { believed_now: boolean }>(
-          `select ${factColumns}, (${believedNow('f')}) as believed_now from facts f
-           where f.content_hash = $1 and f.audience = $2 and f.person_id is not distinct from $3
-             and f.trust = any($4) and f.superseded_at is null
-           order by believed_now desc, f.recorded_at desc limit 1`,
+        // The same words as believed now, else as they held until a change (a restatement); and what
+        // `admit` reads, in the same statement.
+        const { rows } = await tx.query<{ known: (FactRow & { believed_now: boolean }) | null; admission: Admission }>(
+          `select (select to_jsonb(k) from (
+                    select ${factColumns}, (${believedNow('f')}) as believed_now from facts f
+                    where f.content_hash = $1 and f.audience = $2 and f.person_id is not distinct from $3
+                      and f.trust = any($4) and f.superseded_at is null
+                    order by believed_now desc, f.recorded_at desc limit 1) k) as known,
+                  ${admissionExpression('$1')} as admission`,
           [next.hash, audience, audience === 'agent' && scope.personId === null ? null : scope.personId, readableTrust],
         );
-        const duplicate = known.rows[0];
+        const duplicate = rows[0]!.known === null ? undefined : factRowFromJson(rows[0]!.known as unknown as Record<string, unknown>);
         // Words believed now are not remembered twice. Words that held only until a change are
         // recorded again when a person says them; an automatic path (a job, the model by itself)
         // re-reading old messages gets the past version back instead of reviving it.
         const saidByPerson = input.provenance.actor.kind === 'person' || input.provenance.actor.kind === 'owner';
-        if (duplicate !== undefined && (duplicate.believed_now || !saidByPerson)) return { fact: toFact(duplicate), created: false };
-        await admit(tx, next.content, next.hash, input.provenance);
+        if (duplicate !== undefined && (rows[0]!.known!.believed_now || !saidByPerson)) return { fact: toFact(duplicate), created: false };
+        await admit(tx, next.content, next.hash, input.provenance, rows[0]!.admission);
         const fact = await insertFact(tx, { ...next, category, audience, trust: trustFor(input.provenance), provenance: input.provenance });
         await storeVector(tx, fact, vector);
         await event(tx, input.provenance.actor, 'remember', fact, { trust: fact.trust, category, audience, content_hmac: next.keyedHash });
@@ -477,22 +501,38 @@ export function createMemory(options: MemoryOptions): Memory {
       return searchFacts(database, embedder, scope, query, { scopeSizes, ...options });
     },
 
+    async prepareSearch(scope, query, options) {
+      await prepare();
+      return prepareSearch(embedder, scope, query, { scopeSizes, ...options });
+    },
+
     async match(scope, request, options) {
       await prepare();
       return matchFacts(database, embedder, scope, request, { scopeSizes, ...options });
     },
 
     async recordUse(scope, factIds, reason, actor) {
+      if (factIds.filter(isUuid).length === 0) return 0;
+      return database.withScope(scope, (tx) => memory.recordUseIn(tx, factIds, reason, actor));
+    },
+
+    async recordUseIn(tx, factIds, reason, actor) {
       const ids = factIds.filter(isUuid);
       if (ids.length === 0) return 0;
-      return database.withScope(scope, async (tx) => {
-        const { rows } = await tx.query<FactRow>(
-          `update facts f set uses = f.uses + 1, last_used_at = now() where f.id = any($1) and f.trust = any($2) returning ${factColumns}`,
-          [ids, readableTrust],
+      const { rows } = await tx.query<FactRow>(
+        `update facts f set uses = f.uses + 1, last_used_at = now() where f.id = any($1) and f.trust = any($2) returning ${factColumns}`,
+        [ids, readableTrust],
+      );
+      if (rows.length > 0) {
+        await audit.appendMany(
+          tx,
+          rows.map((row) => {
+            const fact = toFact(row);
+            return { agentId: tx.scope.agentId, personId: fact.personId, actor, action: 'use', targetKind: 'fact' as const, targetId: fact.id, detail: { reason } };
+          }),
         );
-        for (const row of rows) await event(tx, actor, 'use', toFact(row), { reason });
-        return rows.length;
-      });
+      }
+      return rows.length;
     },
 
     embedFacts(options) {

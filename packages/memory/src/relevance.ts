@@ -1,6 +1,3 @@
-import type { ScopedTransaction } from '@roster/db';
-import { keptFactCountFrom, ScopeSizeCache } from './search.js';
-
 /**
  * When a search result is relevant to the query, rather than the best of
  * nothing. Measured by `npm run bench -- never-said` (docs/benchmarks.md) on
@@ -71,19 +68,15 @@ export interface QueryWeights {
 /** Stemmed words that ask rather than say what is asked about. */
 const askingWords: ReadonlySet<string> = new Set(['know', 'rememb', 'tell', 'remind', 'recal']);
 
-export async function queryWeights(tx: ScopedTransaction, text: string, sizes: ScopeSizeCache | undefined): Promise<QueryWeights> {
-  const known = sizes?.get(ScopeSizeCache.factsKey(tx.scope), keptFactCountFrom);
-  const { rows } = await tx.query<{ lexeme: string; df: string; scope_facts: string }>('select lexeme, df, scope_facts from roster_query_terms($1, $2)', [
-    text,
-    known ?? null,
-  ]);
+/** The weights of a query's words from roster_query_terms' rows (0029): each word's lexeme, its count in the scope and the scope's N. */
+export function weightsOf(rows: ReadonlyArray<{ lexeme: string; df: number; scopeFacts: number }>): QueryWeights {
   const weight = new Map<string, number>();
   // "What do you know about …", "tell me …": the words that ask weigh nothing, unless nothing else is asked.
   const asking = rows.every((row) => askingWords.has(row.lexeme)) ? new Set<string>() : askingWords;
   for (const row of rows) {
     if (asking.has(row.lexeme)) continue;
-    const df = Number(row.df);
-    const n = Math.max(Number(row.scope_facts), df);
+    const df = row.df;
+    const n = Math.max(row.scopeFacts, df);
     weight.set(row.lexeme, Math.log(1 + (n - df + 0.5) / (df + 0.5)));
   }
   let total = 0;

@@ -56,3 +56,12 @@ export function toFact(row: FactRow): Fact {
     restatedAs: row.restated_as,
   };
 }
+
+const timeColumns = ['valid_from', 'valid_to', 'recorded_at', 'superseded_at', 'last_used_at'] as const;
+
+/** A facts row as to_jsonb gives it (its times as text), as `pg` would. */
+export function factRowFromJson(row: Record<string, unknown>): FactRow {
+  const copy = { ...row };
+  for (const column of timeColumns) if (typeof copy[column] === 'string') copy[column] = new Date(copy[column] as string);
+  return copy as unknown as FactRow;
+}

@@ -1,0 +1,130 @@
+import { fromSql, toSql } from 'pgvector';
+import { vectorExpression } from './embeddings.js';
+import { factColumns, factRowFromJson, type FactRow } from './rows.js';
+
+/**
+ * Everything one search reads, in one statement: the full-text arm
+ * (roster_search_ranked), the vector arm, the facts either arm found with
+ * their words and stored vectors, and the weight of each query word in the
+ * scope (roster_query_terms). It runs as the scope's role like every other
+ * read, so row-level security decides what each part sees; it is one
+ * expression, so that a caller can read other things beside it in the same
+ * statement (the core reads a turn's lessons and history with it).
+ */
+export interface SearchStatementInput {
+  /** The query as the person wrote it; null leaves the full-text arm out. */
+  fullText: { text: string; candidates: number; neighbours: number; knownFacts: number | null } | null;
+  /** The query's vector; null leaves the vector arm out. */
+  vector: { values: number[]; model: string; candidates: number; exact: boolean } | null;
+  /** The query for the weights of its words (always the full text, even when that arm is left out). */
+  text: string;
+  knownFacts: number | null;
+  /** The model whose stored vectors come with the facts (for diversity), or null for none. */
+  vectorsOf: string | null;
+}
+
+/** One arm's hit as read: its id, its rank (1 is best), its score or distance and, for full text, its own score. */
+export interface ArmHit {
+  id: string;
+  rank: number;
+  value: number;
+  /** Full text: the fact's own BM25 score, without what it borrowed from a neighbour. */
+  own: number;
+}
+
+/** What the statement returns, parsed. */
+export interface SearchSource {
+  fullText: ArmHit[];
+  /** The scope's fact count the full-text arm used (its N), when it ran. */
+  scopeFacts: number | null;
+  vector: ArmHit[];
+  facts: Array<FactRow & { lexemes: string[] }>;
+  vectors: Map<string, number[]>;
+  terms: Array<{ lexeme: string; df: number; scopeFacts: number }>;
+}
+
+/**
+ * The search as one SQL expression (a scalar subquery returning jsonb), its
+ * placeholders numbered from `first`, and its parameters in that order.
+ */
+export function searchExpression(input: SearchStatementInput, first: number): { sql: string; params: unknown[] } {
+  const params: unknown[] = [];
+  const p = (value: unknown) => {
+    params.push(value);
+    return `$${first + params.length - 1}`;
+  };
+  const text = p(input.text);
+  const known = p(input.knownFacts);
+  let fullText = 'select null::uuid as id, null::real as score, null::real as own, null::bigint as scope_facts, null::bigint as rank where false';
+  if (input.fullText !== null) {
+    fullText =
+      `select r.id, r.score, r.own, r.scope_facts, r.rank ` +
+      `from roster_search_ranked(${text}, ${p(input.fullText.candidates)}::integer, ${p(input.fullText.neighbours)}::real, ${known}::bigint) ` +
+      `with ordinality as r(id, score, own, scope_facts, rank)`;
+  }
+  let vector = 'select null::uuid as id, null::float8 as distance where false';
+  if (input.vector !== null) {
+    const dimensions = input.vector.values.length;
+    const expression = vectorExpression(dimensions);
+    const query = `${p(toSql(input.vector.values))}::vector(${dimensions})`;
+    // A small scope is scanned exactly rather than asked of the graph: ordered by the distance plus
+    // nothing, which no index offers, so the planner sorts the scope's rows (found by their own index).
+    vector =
+      `select fe.fact_id as id, (${expression} <=> ${query})::float8 as distance from fact_embeddings fe ` +
+      `where fe.model = ${p(input.vector.model)} and fe.searchable ` +
+      `order by ${input.vector.exact ? `(${expression} <=> ${query}) + 0` : `${expression} <=> ${query}`} limit ${p(input.vector.candidates)}`;
+  }
+  // Read as text and parsed by pgvector: the pools register no type parsers, so this works the same on PGlite.
+  const stored = input.vectorsOf === null ? 'null::text' : `(select e.embedding::text from fact_embeddings e where e.model = ${p(input.vectorsOf)} and e.fact_id = f.id)`;
+  const sql = `(with ft as materialized (${fullText}),
+     vec as materialized (${vector}),
+     ids as (select id from ft union select id from vec),
+     found as materialized (
+       select ${factColumns}, tsvector_to_array(f.search_vector) as lexemes, ${stored} as embedding
+       from facts f where f.id in (select id from ids)
+     ),
+     terms as (
+       select t.lexeme, t.df, t.scope_facts
+       from (select 1 where exists (select 1 from found)) g cross join lateral roster_query_terms(${text}, ${known}::bigint) t
+     )
+     select jsonb_build_object(
+       'fullText', coalesce((select jsonb_agg(jsonb_build_array(ft.id, ft.score, ft.own, ft.scope_facts) order by ft.rank) from ft), '[]'::jsonb),
+       'vector', coalesce((select jsonb_agg(jsonb_build_array(vec.id, vec.distance)) from vec), '[]'::jsonb),
+       'facts', coalesce((select jsonb_agg(to_jsonb(found)) from found), '[]'::jsonb),
+       'terms', coalesce((select jsonb_agg(jsonb_build_array(terms.lexeme, terms.df, terms.scope_facts)) from terms), '[]'::jsonb)
+     ))`;
+  return { sql, params };
+}
+
+interface SearchJson {
+  fullText: Array<[string, number, number, number]>;
+  vector: Array<[string, number]>;
+  facts: Array<Record<string, unknown>>;
+  terms: Array<[string, number, number]>;
+}
+
+/** The statement's value, as the arms and rows search ranks. */
+export function parseSearchSource(value: unknown): SearchSource {
+  const json = (typeof value === 'string' ? JSON.parse(value) : value) as SearchJson;
+  const fullText = json.fullText.map(([id, score, own], index) => ({ id, rank: index + 1, value: Number(score), own: Number(own) }));
+  // relaxed_order may return neighbours slightly out of order.
+  const vector = json.vector
+    .map(([id, distance]) => ({ id, distance: Number(distance) }))
+    .sort((a, b) => a.distance - b.distance)
+    .map((row, index) => ({ id: row.id, rank: index + 1, value: row.distance, own: 0 }));
+  const vectors = new Map<string, number[]>();
+  const facts = json.facts.map((row) => {
+    const fact = factRowFromJson(row) as unknown as Record<string, unknown>;
+    if (typeof fact.embedding === 'string') vectors.set(fact.id as string, fromSql(fact.embedding) as number[]);
+    delete fact.embedding;
+    return fact as unknown as FactRow & { lexemes: string[] };
+  });
+  return {
+    fullText,
+    scopeFacts: json.fullText[0] === undefined ? null : Number(json.fullText[0][3]),
+    vector,
+    facts,
+    vectors,
+    terms: json.terms.map(([lexeme, df, scopeFacts]) => ({ lexeme, df: Number(df), scopeFacts: Number(scopeFacts) })),
+  };
+}
