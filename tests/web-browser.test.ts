@@ -346,6 +346,34 @@ describe('the web page in a browser', () => {
     expect(await page.locator('li.fact', { hasText: 'fourth floor' }).count()).toBe(0);
     await shot(page, 'memory-versions');
 
+    // Each history row says what was true and believed at its own record time: the wrong version was never true, and believed only until the correction.
+    fact = page.locator('li.fact', { hasText: 'my flat is on the fifth floor' });
+    await fact.getByRole('button', { name: 'History' }).click();
+    const rows = fact.locator('.timeline li.version');
+    await rows.nth(2).waitFor();
+    expect(await rows.locator('.content').allTextContents()).toEqual(['my flat is on the third floor', 'my flat is on the fourth floor', 'my flat is on the fifth floor']);
+    expect(await rows.nth(1).locator('.badge').textContent()).toBe('retracted');
+    const wrongRow = (await rows.nth(1).locator('.times').textContent()) ?? '';
+    expect(wrongRow).toMatch(/^never true: it was wrong; believed from .+ until .+; event /);
+    expect(wrongRow).not.toMatch(/still/);
+    expect(await rows.nth(2).locator('.times').textContent()).toMatch(/ – still; recorded .+ \(still believed\)/);
+    await shot(page, 'memory-history');
+    // Before the correction: the fourth floor, believed then (it was not yet retracted); no "Retracted — withheld" section.
+    await rows.nth(1).getByRole('link', { name: 'What it believed then' }).click();
+    await page.locator('.memory .when').waitFor();
+    expect(await believed.allTextContents()).toEqual(['my flat is on the fourth floor']);
+    expect(await page.locator('li.fact .badge').first().textContent()).toBe('believed then');
+    expect(await page.locator('section.trust[data-trust="retracted"]').count()).toBe(0);
+    expect(await page.getByRole('heading', { level: 3, name: /^Believed then \(1\)/ }).count()).toBe(1);
+    await shot(page, 'memory-believed-before-correction');
+    // After it (the end of today): the fifth floor, verified; the wrong one is nowhere.
+    await page.getByLabel('At', { exact: true }).fill('');
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.locator('li.fact > p.content', { hasText: 'my flat is on the fifth floor' }).waitFor();
+    expect(await believed.allTextContents()).toEqual(['my flat is on the fifth floor']);
+    expect(await page.locator('li.fact .badge').first().textContent()).toBe('verified');
+    expect(await page.locator('section.trust[data-trust="retracted"], section.trust[data-trust="believed then"]').count()).toBe(0);
+
     // The agent: edited, archived, restored, archived again, then purged once its name is typed (only an archived agent can be).
     await page.goto(`${roster.address}/agents`);
     let card = page.locator('li.card[data-agent="Keeper"]');
@@ -610,6 +638,10 @@ describe('the web page in a browser', () => {
     await tombstones.getByRole('button', { name: 'History' }).click();
     await tombstones.locator('.timeline li.version.tombstoned').first().waitFor();
     expect(await page.content()).not.toContain('umbrella');
+    // It was believed until it was forgotten, not "still".
+    const forgottenRow = (await tombstones.locator('.timeline li.version .times').allTextContents()).join(' | ');
+    expect(forgottenRow).toMatch(/until forgotten /);
+    expect(forgottenRow).not.toMatch(/still/);
 
     // Scoped: Cleo's memory with Vault holds her fact and no tombstone of Ada's.
     const cleos = (await (await page.request.get(`${roster.address}/api/agents/Vault/memory?person=Cleo`)).json()) as { groups: Array<{ facts: Array<{ content: string }>; tombstones: unknown[] }> };
