@@ -730,4 +730,31 @@ describe('the web page in a browser', () => {
     await context.close();
     expect(problems).toEqual([]);
   }, 60_000);
+
+  it('shows Bull Board to the owner from this server alone (no font or script from another origin), under a strict policy, with a way back to Roster', async () => {
+    const context = await browser.newContext();
+    const page = watch(await context.newPage());
+    await page.goto(await roster.loginLink());
+    await expect.poll(() => new URL(page.url()).pathname).toBe('/agents');
+    requested.length = 0;
+    page.setDefaultTimeout(20_000);
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Queues', exact: true }).click();
+    await expect.poll(() => new URL(page.url()).pathname).toMatch(/^\/admin\/queues/);
+    // The board is drawn: its queues listed from its own API.
+    await page.locator('header').getByText('Roster jobs', { exact: true }).waitFor();
+    await page.locator('main').getByText('vacuum', { exact: true }).first().waitFor();
+    await shot(page, 'bull-board');
+    const own = new URL(roster.address).origin;
+    expect(requested.filter((url) => url.startsWith(`${own}/admin/queues/api/`)).length).toBeGreaterThan(0);
+    expect(requested.filter((url) => url.startsWith(`${own}/admin/queues/static/`)).length).toBeGreaterThan(0);
+    expect(requested.filter((url) => new URL(url).origin !== own)).toEqual([]);
+    // The way back: the board's menu has a link to the web page.
+    await page.locator('header ul li').last().getByRole('button').click();
+    await shot(page, 'bull-board-menu');
+    await page.getByText('Back to Roster', { exact: true }).click();
+    await expect.poll(() => new URL(page.url()).pathname).toBe('/agents');
+    await page.getByRole('heading', { level: 2, name: 'Your agents' }).waitFor();
+    await context.close();
+    expect(problems).toEqual([]);
+  }, 60_000);
 });

@@ -12,7 +12,7 @@ import type { Queue } from 'bullmq';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import { admit, allowedHostNames, hostName } from './access.js';
 import { ApiRoutes } from './api.js';
-import { mountBullBoards } from './bull-board.js';
+import { mountBullBoard } from './bull-board.js';
 import type { RouteContext, ServerChannels } from './context.js';
 import { ApiError, describeError } from './errors.js';
 import { agentRoutes } from './routes/agents.js';
@@ -28,7 +28,7 @@ import { whatsappRoutes } from './routes/whatsapp.js';
 import type { ChannelWebhooks } from '@roster/gateway';
 
 export type { ServerChannels } from './context.js';
-export { bullBoardPath, readOnlyBullBoardPath } from './bull-board.js';
+export { bullBoardPath } from './bull-board.js';
 export {
   apiTokenPrefix,
   createApiToken,
@@ -173,7 +173,7 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
   }
   app.get('/api/openapi.json', { config: { access: 'person' } }, async () => routes.document({ title: 'Roster', version: '0.1.0' }));
 
-  if (options.queues !== undefined && options.queues.length > 0) await mountBullBoards(app, database, options.queues, showStack);
+  if (options.queues !== undefined && options.queues.length > 0) await mountBullBoard(app, database, options.queues, showStack);
   return app;
 }
 
