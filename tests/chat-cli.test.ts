@@ -69,6 +69,11 @@ describe('roster chat with the offline engine', () => {
     expect(person.stderr).toMatch(/No person named "Zed"/);
     const usage = await runRoster(['chat', 'hi'], { ROSTER_DATA_DIR: dir });
     expect(usage.code).toBe(2);
+    // A name taken whatever its case: the refusal names the agent that holds it, as it is spelt.
+    expect((await runRoster(['agent', 'add', '--name', 'Zoë', '--job', 'keeps the diary'], { ROSTER_DATA_DIR: dir })).code).toBe(0);
+    const taken = await runRoster(['agent', 'add', '--name', 'ZOË', '--job', 'keeps another diary'], { ROSTER_DATA_DIR: dir });
+    expect(taken.code).toBe(1);
+    expect(taken.stderr.trim().split('\n').at(-1)).toBe('roster agent add: An agent named Zoë already exists, and names are the same whatever their case: choose another name.');
     const engine = await runRoster(['agent', 'add', '--name', 'Gpt', '--job', 'talks', '--engine', 'openai:gpt-4o-mini'], { ROSTER_DATA_DIR: dir });
     expect(engine.code).toBe(1);
     expect(engine.stderr).toMatch(/OPENAI_API_KEY/);
