@@ -126,6 +126,8 @@ describe('the web page in a browser', () => {
     await page.getByRole('button', { name: 'Create agent' }).click();
     const card = page.locator('li.card[data-agent="Scout"]');
     await card.waitFor();
+    // The confirmation is seen, not only said to a screen reader.
+    await expect.poll(() => page.locator('div.flash[role="status"]', { hasText: 'Scout was created.' }).isVisible()).toBe(true);
     expect(await card.textContent()).toContain('Plans trips and remembers the details.');
     expect(await unlabelledControls(page)).toEqual([]);
     await shot(page, 'agents');
@@ -340,6 +342,7 @@ describe('the web page in a browser', () => {
     await fact.getByLabel('It was wrong; the right content is', { exact: true }).fill('my flat is on the fifth floor');
     await fact.getByRole('button', { name: 'Save correction' }).click();
     fact = page.locator('li.fact', { hasText: 'my flat is on the fifth floor' });
+    await expect.poll(() => page.locator('div.flash[role="status"]', { hasText: 'The fact was corrected.' }).isVisible()).toBe(true);
     await fact.getByRole('button', { name: 'Confirm' }).click();
     await page.locator('li.fact .badge-verified').waitFor();
     expect(await page.locator('li.fact', { hasText: 'my flat is on the fifth floor' }).locator('.badge').first().textContent()).toBe('verified');
@@ -572,6 +575,8 @@ describe('the web page in a browser', () => {
     await page.getByRole('button', { name: 'Make token' }).click();
     const shown = (await page.locator('pre.token').textContent()) ?? '';
     expect(shown).toMatch(/^rst_/);
+    // Ready for the next token: the name is not left in the field.
+    expect(await page.getByLabel('Name', { exact: true }).inputValue()).toBe('');
     const asScript = () => fetch(`${roster.address}/api/me`, { headers: { authorization: `Bearer ${shown}` } }).then((response) => response.status);
     expect(await asScript()).toBe(200);
     expect(await unlabelledControls(page)).toEqual([]);

@@ -1,4 +1,3 @@
-import { ConfigError } from '@roster/errors';
 
 /** pino's level numbers, as a short line names them. */
 const levelNames: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
@@ -37,18 +36,12 @@ export function terminalLine(json: string): string {
   return `${clock} ${name.padEnd(5)} ${typeof component === 'string' ? `${component}: ` : ''}${String(msg ?? '')}${error}${rest === '' ? '' : `  ${rest}`}\n`;
 }
 
-/** Where log lines go: short lines on a terminal, JSON otherwise. */
-export type LogFormat = 'json' | 'pretty';
-
 /**
- * The log format: LOG_FORMAT when set (json or pretty), else short lines
- * when stderr is a terminal and JSON when it is not (a file, a collector).
+ * Whether log lines are short ones for a person: LOG_FORMAT when set (the
+ * schema allows json or pretty), else when stderr is a terminal.
  */
-export function logFormat(env: Readonly<Record<string, string | undefined>>, stderrIsTerminal: boolean): LogFormat {
-  const asked = env.LOG_FORMAT;
-  if (asked === undefined || asked === '') return stderrIsTerminal ? 'pretty' : 'json';
-  if (asked === 'json' || asked === 'pretty') return asked;
-  throw new ConfigError([{ variable: 'LOG_FORMAT', message: `the value "${asked}" is not valid; expected json or pretty (unset: pretty on a terminal, json otherwise)` }]);
+export function prettyLogs(format: 'json' | 'pretty' | undefined, stderrIsTerminal: boolean): boolean {
+  return format === undefined ? stderrIsTerminal : format === 'pretty';
 }
 
 /** A pino destination that writes each line to stderr in the terminal's short form. */
