@@ -518,7 +518,7 @@ describe('agents, people, lessons and the audit', () => {
     expectError(await call('POST', '/api/people/Nobody/link-code', { as: owner }), 404, 'person_not_found');
     const engines = (await call('GET', '/api/engines', { as: owner })).json() as { engines: Array<{ reference: string; configured: boolean }> };
     expect(engines.engines.find((engine) => engine.reference === 'offline')).toMatchObject({ configured: true });
-    expect((await call('POST', '/api/engines/test', { as: owner, body: { engine: 'offline' } })).json()).toMatchObject({ ok: true, detail: expect.stringMatching(/^answered: /) });
+    expect((await call('POST', '/api/engines/test', { as: owner, body: { engine: 'offline' } })).json()).toMatchObject({ ok: true, detail: expect.stringMatching(/^answered: “I'm Roster\. I run without a language model/) });
     expect((await call('POST', '/api/engines/test', { as: owner, body: { engine: 'anthropic:claude-x' } })).json()).toEqual({ ok: false, detail: 'anthropic:claude-x needs ANTHROPIC_API_KEY' });
     const channels = (await call('GET', '/api/channels', { as: owner })).json() as { channels: Array<{ channel: string; configured: boolean }> };
     expect(channels.channels.map((channel) => channel.channel)).toContain('telegram');

@@ -182,7 +182,7 @@ describe('usage errors and limits', () => {
     await ok('agent', 'add', '--name', 'Scout', '--job', 'finds things');
     const both = await run('chat', '--agent', 'Scout', '--team', 'hi');
     expect(both.code).toBe(2);
-    expect(stderrLines(both)).toEqual(['roster chat: --agent and --team exclude each other: --team talks to every active agent. roster chat --help shows the usage.']);
+    expect(stderrLines(both)).toEqual(['roster chat: --agent and --team exclude each other: --team talks to every active agent. `roster chat --help` shows the usage.']);
     expect(await ok('chat', '--team', 'how are you?')).toMatch(/^I'm Scout\./);
     expect(await ok('chat', '--agent', 'Scout', 'how are you?')).toMatch(/^I'm Scout\./);
     const unknown = await run('chat', '--agent', 'Scout', '--loud', 'hi');

@@ -358,7 +358,11 @@ describe('usage', () => {
     expect(unknown.stderr).toMatch(/unknown command "fly"/);
     const option = await runRoster(['migrate', '--fast'], {});
     expect(option.code).toBe(2);
-    expect(option.stderr).toMatch(/Unknown option '--fast'/);
+    // Two full sentences.
+    expect(option.stderr.trim()).toBe("roster migrate: Unknown option '--fast'. `roster migrate --help` shows the usage.");
+    const misspelt = await runRoster(['agent', 'add', '--nmae', 'Zoe'], {});
+    expect(misspelt.code).toBe(2);
+    expect(misspelt.stderr.trim()).toBe("roster agent add: Unknown option '--nmae'. `roster agent add --help` shows the usage.");
     const port = await runRoster(['db', 'serve', '--port', 'x'], {});
     expect(port.code).toBe(2);
     expect(port.stderr).toMatch(/--port takes a whole number/);

@@ -76,7 +76,7 @@ describe('roster memory list in valid and record time', () => {
     const bad = await runRoster(['memory', 'list', '--agent', 'Scout', '--recorded-at', 'yesterday'], { ROSTER_DATA_DIR: dir });
     expect(bad.code).toBe(2);
     expect(bad.stderr.split('\n').filter((line) => line.trim() !== '' && !line.startsWith('{'))).toEqual([
-      'roster memory list: --recorded-at takes a time like 2026-11-30T08:00:00Z, got "yesterday". roster memory list --help shows the usage.',
+      'roster memory list: --recorded-at takes a time like 2026-11-30T08:00:00Z, got "yesterday". `roster memory list --help` shows the usage.',
     ]);
   }, processes);
 });

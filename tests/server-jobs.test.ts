@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { connectionFromUrl, createQueues, registerSchedulers, type QueueSet } from '@roster/jobs';
-import { bullBoardPath, readOnlyBullBoardPath } from '@roster/server';
+import { bullBoardPath } from '@roster/server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { redisUrl, startApiServer } from './support/api-server.js';
 const cleanups: Array<() => Promise<void>> = [];
@@ -18,7 +18,7 @@ async function queues(prefix = `test-${randomUUID()}`): Promise<QueueSet> {
 }
 
 describe('Bull Board', () => {
-  it('answers the owner’s session, gives a member the read-only board, and nobody else, from whatever address', async () => {
+  it('answers the owner’s session only: a member gets 403 and no board, nobody else gets in, from whatever address', async () => {
     const set = await queues();
     await set.queues.fade.add('fade', {});
     const server = await startApiServer({}, Object.values(set.queues));
@@ -32,7 +32,7 @@ describe('Bull Board', () => {
       { remoteAddress: '127.0.0.1' },
       { remoteAddress: '192.0.2.10', headers: { 'x-forwarded-for': '127.0.0.1' } },
     ]) {
-      for (const url of [bullBoardPath, `${bullBoardPath}/api/queues`, readOnlyBullBoardPath, `${readOnlyBullBoardPath}/api/queues`]) {
+      for (const url of [bullBoardPath, `${bullBoardPath}/api/queues`]) {
         const refused = await server.request('GET', url, request);
         expect(refused.statusCode, url).toBe(401);
         expect(refused.json()).toMatchObject({ error: { code: 'unauthenticated' } });
@@ -49,7 +49,15 @@ describe('Bull Board', () => {
     const body = local.json() as { queues: Array<{ name: string; counts: Record<string, number>; readOnlyMode: boolean }> };
     expect(body.queues.map((queue) => queue.name).sort()).toEqual(['embed', 'episodes', 'erase', 'extract', 'fade', 'harvest', 'mirror', 'review', 'vacuum', 'backup'].sort());
     expect(body.queues.find((queue) => queue.name === 'fade')).toMatchObject({ counts: expect.objectContaining({ waiting: 1 }), readOnlyMode: false });
-    expect((await server.request('GET', bullBoardPath, { as: owner })).statusCode).toBe(200);
+    // The board's page: nothing from another origin (no font stylesheet), under a strict policy.
+    const board = await server.request('GET', `${bullBoardPath}/`, { as: owner });
+    expect(board.statusCode).toBe(200);
+    expect(board.headers['content-type']).toMatch(/^text\/html/);
+    expect(board.body).toContain('<div id="root">');
+    expect(board.body).not.toMatch(/https?:\/\//);
+    expect(board.body).not.toMatch(/ style=/);
+    expect(board.headers['content-security-policy']).toMatch(/default-src 'self'; script-src 'self'; style-src 'self';/);
+    expect(board.headers['content-security-policy']).not.toContain('unsafe');
     // The owner's changes must come from a page of this server (its Origin): another site's form cannot make one.
     const forged = await server.request('PUT', `${bullBoardPath}/api/queues/fade/pause`, { as: owner, csrf: false });
     expect(forged.statusCode).toBe(403);
@@ -61,19 +69,17 @@ describe('Bull Board', () => {
     expect(paused.statusCode).toBe(200);
     expect(await set.queues.fade.isPaused()).toBe(true);
 
-    // A member: the owner's board sends them to the read-only one, which shows the queues and changes nothing.
-    const sent = await server.request('GET', `${bullBoardPath}/api/queues`, { as: member });
-    expect(sent.statusCode).toBe(303);
-    expect(sent.headers.location).toBe(`${readOnlyBullBoardPath}/api/queues`);
-    const readOnly = await server.request('GET', `${readOnlyBullBoardPath}/api/queues`, { as: member });
-    expect(readOnly.statusCode).toBe(200);
-    expect((readOnly.json() as typeof body).queues.every((queue) => queue.readOnlyMode)).toBe(true);
-    expect((await server.request('GET', readOnlyBullBoardPath, { as: member })).statusCode).toBe(200);
+    // A member: no board at all (its jobs name other people's person and conversation ids), and no change.
+    for (const url of [bullBoardPath, `${bullBoardPath}/`, `${bullBoardPath}/api/queues`, `${bullBoardPath}/api/redis/stats`, '/admin/queues-read-only/api/queues']) {
+      const refused = await server.request('GET', url, { as: member });
+      const gone = url.startsWith('/admin/queues-read-only');
+      expect(refused.statusCode, url).toBe(gone ? 404 : 403);
+      expect(refused.body, url).not.toContain('"queues"');
+      if (!gone) expect(refused.json(), url).toMatchObject({ error: { code: 'owner_required', message: 'Bob is a member: only an owner may do this.' } });
+    }
     const memberResume = await server.request('PUT', `${bullBoardPath}/api/queues/fade/resume`, { as: member, csrf: false, headers: { origin: 'http://localhost' } });
     expect(memberResume.statusCode).toBe(403);
     expect(memberResume.json()).toMatchObject({ error: { code: 'owner_required' } });
-    const readOnlyResume = await server.request('PUT', `${readOnlyBullBoardPath}/api/queues/fade/resume`, { as: member, csrf: false, headers: { origin: 'http://localhost' } });
-    expect(readOnlyResume.statusCode).toBe(405);
     expect(await set.queues.fade.isPaused()).toBe(true);
   });
 });

@@ -126,6 +126,8 @@ describe('the web page in a browser', () => {
     await page.getByRole('button', { name: 'Create agent' }).click();
     const card = page.locator('li.card[data-agent="Scout"]');
     await card.waitFor();
+    // The confirmation is seen, not only said to a screen reader.
+    await expect.poll(() => page.locator('div.flash[role="status"]', { hasText: 'Scout was created.' }).isVisible()).toBe(true);
     expect(await card.textContent()).toContain('Plans trips and remembers the details.');
     expect(await unlabelledControls(page)).toEqual([]);
     await shot(page, 'agents');
@@ -340,11 +342,40 @@ describe('the web page in a browser', () => {
     await fact.getByLabel('It was wrong; the right content is', { exact: true }).fill('my flat is on the fifth floor');
     await fact.getByRole('button', { name: 'Save correction' }).click();
     fact = page.locator('li.fact', { hasText: 'my flat is on the fifth floor' });
+    await expect.poll(() => page.locator('div.flash[role="status"]', { hasText: 'The fact was corrected.' }).isVisible()).toBe(true);
     await fact.getByRole('button', { name: 'Confirm' }).click();
     await page.locator('li.fact .badge-verified').waitFor();
     expect(await page.locator('li.fact', { hasText: 'my flat is on the fifth floor' }).locator('.badge').first().textContent()).toBe('verified');
     expect(await page.locator('li.fact', { hasText: 'fourth floor' }).count()).toBe(0);
     await shot(page, 'memory-versions');
+
+    // Each history row says what was true and believed at its own record time: the wrong version was never true, and believed only until the correction.
+    fact = page.locator('li.fact', { hasText: 'my flat is on the fifth floor' });
+    await fact.getByRole('button', { name: 'History' }).click();
+    const rows = fact.locator('.timeline li.version');
+    await rows.nth(2).waitFor();
+    expect(await rows.locator('.content').allTextContents()).toEqual(['my flat is on the third floor', 'my flat is on the fourth floor', 'my flat is on the fifth floor']);
+    expect(await rows.nth(1).locator('.badge').textContent()).toBe('retracted');
+    const wrongRow = (await rows.nth(1).locator('.times').textContent()) ?? '';
+    expect(wrongRow).toMatch(/^never true: it was wrong; believed from .+ until .+; event /);
+    expect(wrongRow).not.toMatch(/still/);
+    expect(await rows.nth(2).locator('.times').textContent()).toMatch(/ – still; recorded .+ \(still believed\)/);
+    await shot(page, 'memory-history');
+    // Before the correction: the fourth floor, believed then (it was not yet retracted); no "Retracted — withheld" section.
+    await rows.nth(1).getByRole('link', { name: 'What it believed then' }).click();
+    await page.locator('.memory .when').waitFor();
+    expect(await believed.allTextContents()).toEqual(['my flat is on the fourth floor']);
+    expect(await page.locator('li.fact .badge').first().textContent()).toBe('believed then');
+    expect(await page.locator('section.trust[data-trust="retracted"]').count()).toBe(0);
+    expect(await page.getByRole('heading', { level: 3, name: /^Believed then \(1\)/ }).count()).toBe(1);
+    await shot(page, 'memory-believed-before-correction');
+    // After it (the end of today): the fifth floor, verified; the wrong one is nowhere.
+    await page.getByLabel('At', { exact: true }).fill('');
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.locator('li.fact > p.content', { hasText: 'my flat is on the fifth floor' }).waitFor();
+    expect(await believed.allTextContents()).toEqual(['my flat is on the fifth floor']);
+    expect(await page.locator('li.fact .badge').first().textContent()).toBe('verified');
+    expect(await page.locator('section.trust[data-trust="retracted"], section.trust[data-trust="believed then"]').count()).toBe(0);
 
     // The agent: edited, archived, restored, archived again, then purged once its name is typed (only an archived agent can be).
     await page.goto(`${roster.address}/agents`);
@@ -544,6 +575,8 @@ describe('the web page in a browser', () => {
     await page.getByRole('button', { name: 'Make token' }).click();
     const shown = (await page.locator('pre.token').textContent()) ?? '';
     expect(shown).toMatch(/^rst_/);
+    // Ready for the next token: the name is not left in the field.
+    expect(await page.getByLabel('Name', { exact: true }).inputValue()).toBe('');
     const asScript = () => fetch(`${roster.address}/api/me`, { headers: { authorization: `Bearer ${shown}` } }).then((response) => response.status);
     expect(await asScript()).toBe(200);
     expect(await unlabelledControls(page)).toEqual([]);
@@ -610,6 +643,10 @@ describe('the web page in a browser', () => {
     await tombstones.getByRole('button', { name: 'History' }).click();
     await tombstones.locator('.timeline li.version.tombstoned').first().waitFor();
     expect(await page.content()).not.toContain('umbrella');
+    // It was believed until it was forgotten, not "still".
+    const forgottenRow = (await tombstones.locator('.timeline li.version .times').allTextContents()).join(' | ');
+    expect(forgottenRow).toMatch(/until forgotten /);
+    expect(forgottenRow).not.toMatch(/still/);
 
     // Scoped: Cleo's memory with Vault holds her fact and no tombstone of Ada's.
     const cleos = (await (await page.request.get(`${roster.address}/api/agents/Vault/memory?person=Cleo`)).json()) as { groups: Array<{ facts: Array<{ content: string }>; tombstones: unknown[] }> };
@@ -695,6 +732,33 @@ describe('the web page in a browser', () => {
     expect(await page.locator('header').getByRole('button', { name: 'Sign out' }).count()).toBe(0);
     expect((await page.request.get(`${roster.address}/api/me`)).status()).toBe(401);
     await shot(page, 'signed-out');
+    await context.close();
+    expect(problems).toEqual([]);
+  }, 60_000);
+
+  it('shows Bull Board to the owner from this server alone (no font or script from another origin), under a strict policy, with a way back to Roster', async () => {
+    const context = await browser.newContext();
+    const page = watch(await context.newPage());
+    await page.goto(await roster.loginLink());
+    await expect.poll(() => new URL(page.url()).pathname).toBe('/agents');
+    requested.length = 0;
+    page.setDefaultTimeout(20_000);
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Queues', exact: true }).click();
+    await expect.poll(() => new URL(page.url()).pathname).toMatch(/^\/admin\/queues/);
+    // The board is drawn: its queues listed from its own API.
+    await page.locator('header').getByText('Roster jobs', { exact: true }).waitFor();
+    await page.locator('main').getByText('vacuum', { exact: true }).first().waitFor();
+    await shot(page, 'bull-board');
+    const own = new URL(roster.address).origin;
+    expect(requested.filter((url) => url.startsWith(`${own}/admin/queues/api/`)).length).toBeGreaterThan(0);
+    expect(requested.filter((url) => url.startsWith(`${own}/admin/queues/static/`)).length).toBeGreaterThan(0);
+    expect(requested.filter((url) => new URL(url).origin !== own)).toEqual([]);
+    // The way back: the board's menu has a link to the web page.
+    await page.locator('header ul li').last().getByRole('button').click();
+    await shot(page, 'bull-board-menu');
+    await page.getByText('Back to Roster', { exact: true }).click();
+    await expect.poll(() => new URL(page.url()).pathname).toBe('/agents');
+    await page.getByRole('heading', { level: 2, name: 'Your agents' }).waitFor();
     await context.close();
     expect(problems).toEqual([]);
   }, 60_000);

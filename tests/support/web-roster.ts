@@ -39,7 +39,8 @@ export interface WebRoster {
  * Roster as `roster start` runs it, for a browser: the real server listening
  * on a free loopback port over the real runtime (offline engine) on a PGlite
  * database of its own, and a job worker on the machine's Redis under a queue
- * prefix of its own. `env` adds to the environment (a judge engine, say).
+ * prefix of its own, with Bull Board on those queues. `env` adds to the
+ * environment (a judge engine, say).
  */
 export async function startWebRoster(env: Record<string, string> = {}): Promise<WebRoster> {
   const test = await openTestDatabase();
@@ -58,7 +59,10 @@ export async function startWebRoster(env: Record<string, string> = {}): Promise<
     schedulers: false,
     relayIntervalMs: 100,
   });
+  // The same queues the worker takes from, for Bull Board.
+  const queueSet = createQueues(connection, prefix);
   const app = await createServer({
+    queues: Object.values(queueSet.queues),
     config,
     database: test.database,
     runtime,
@@ -96,9 +100,8 @@ export async function startWebRoster(env: Record<string, string> = {}): Promise<
     async cleanup() {
       await app.close();
       await worker.stop();
-      const queues = createQueues(connection, prefix);
-      await Promise.all(Object.values(queues.queues).map((queue) => queue.obliterate({ force: true })));
-      await queues.close();
+      await Promise.all(Object.values(queueSet.queues).map((queue) => queue.obliterate({ force: true })));
+      await queueSet.close();
       await test.cleanup();
     },
   };

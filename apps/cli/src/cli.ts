@@ -385,7 +385,9 @@ export async function runCli(argv: string[], io: CommandIo): Promise<number> {
     return await command.run(args, io);
   } catch (error) {
     if (UsageError.isInstance(error) && error.code === 'usage') {
-      io.err(`${name}: ${error.message.trim()} ${name} --help shows the usage.`);
+      // Two full sentences: the problem (Node's parser says it without a full stop), then where the usage is.
+      const problem = error.message.trim();
+      io.err(`${name}: ${/[.!?:]$/.test(problem) ? problem : `${problem}.`} \`${name} --help\` shows the usage.`);
       return exitCode.usage;
     }
     if (error instanceof ConfigError || (RosterError.isInstance(error) && error.code === 'config_invalid')) {

@@ -13,5 +13,5 @@ export interface CommandIo {
   holdStopWhile?(answering: () => boolean): void;
 }
 
-/** Exit codes: 0 success, 1 failure, 2 usage error. */
-export const exitCode = { ok: 0, failure: 1, usage: 2 } as const;
+/** Exit codes: 0 success, 1 failure, 2 usage error, 130 stopped by Ctrl-C (128 + SIGINT), as shells report it. */
+export const exitCode = { ok: 0, failure: 1, usage: 2, interrupted: 130 } as const;

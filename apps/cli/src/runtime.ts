@@ -2,6 +2,7 @@ import { createLogger, loadInstallationKey, parseConfig, type Config, type Insta
 import { channelVariables } from '@roster/channel-registry';
 import { migrate, openDatabase, type Database, type MigrationReport } from '@roster/db';
 import type { CommandIo } from './io.js';
+import { prettyLogs, terminalDestination } from './log-format.js';
 
 /** What every long-running command starts from: the config, a logger and the migrated database. */
 export interface Runtime {
@@ -14,7 +15,9 @@ export interface Runtime {
 export function loadConfig(io: CommandIo): { config: Config; logger: Logger } {
   // Roster's variables and every registered channel's, parsed once.
   const config = parseConfig(io.env, channelVariables);
-  return { config, logger: createLogger(config) };
+  // Short lines for a person at a terminal; JSON for a file or a collector, or when LOG_FORMAT=json.
+  const pretty = prettyLogs(config.LOG_FORMAT, process.stderr.isTTY === true);
+  return { config, logger: pretty ? createLogger(config, terminalDestination()) : createLogger(config) };
 }
 
 /** Open the database and bring it to the latest migration. */

@@ -9,10 +9,10 @@ import { redisStatus } from '@roster/redis';
 import type { Runtime } from '@roster/runtime';
 import { pagePaths, pageShell, publicDirectory } from '@roster/web';
 import type { Queue } from 'bullmq';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { admit, allowedHostNames, hostName } from './access.js';
 import { ApiRoutes } from './api.js';
-import { mountBullBoards } from './bull-board.js';
+import { mountBullBoard } from './bull-board.js';
 import type { RouteContext, ServerChannels } from './context.js';
 import { ApiError, describeError } from './errors.js';
 import { agentRoutes } from './routes/agents.js';
@@ -29,7 +29,7 @@ import { channelLinkRoutes } from './routes/channel-links.js';
 import { channelStates, describeAccounts, type ChannelWebhooks } from '@roster/gateway';
 
 export type { ServerChannels } from './context.js';
-export { bullBoardPath, readOnlyBullBoardPath } from './bull-board.js';
+export { bullBoardPath } from './bull-board.js';
 export {
   apiTokenPrefix,
   createApiToken,
@@ -85,6 +85,23 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 const bodyLimit = 64 * 1024;
 
 /**
+ * Each request logged once, when answered, at debug (at info, a page's first
+ * minutes were hundreds of lines, the sign-in link among them); a request
+ * that failed stays an error.
+ */
+class RequestsAtDebug extends LogController {
+  override incomingRequest(): void {}
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    if (error !== null && error !== undefined) {
+      super.requestCompleted(error, request, reply);
+      return;
+    }
+    request.log.debug({ method: request.method, url: request.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+  }
+}
+
+/**
  * The HTTP server: health, the web page, the API (documented at
  * /api/openapi.json) with its chat stream, and Bull Board. Every request
  * names a host of the allow-list; every route but health, login and the
@@ -98,6 +115,7 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
   const logger = options.logger.child({ component: 'server' });
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
+    logController: new RequestsAtDebug(),
     // Only the proxies TRUST_PROXY names; a number trusts that many hops nearest to the server.
     trustProxy: typeof config.TRUST_PROXY === 'number' ? trustHops(config.TRUST_PROXY) : config.TRUST_PROXY,
     bodyLimit,
@@ -182,7 +200,7 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
   }
   app.get('/api/openapi.json', { config: { access: 'person' } }, async () => routes.document({ title: 'Roster', version: '0.1.0' }));
 
-  if (options.queues !== undefined && options.queues.length > 0) await mountBullBoards(app, database, options.queues, showStack);
+  if (options.queues !== undefined && options.queues.length > 0) await mountBullBoard(app, database, options.queues, showStack);
   return app;
 }
 

@@ -119,6 +119,11 @@ export const environment = {
     example: 'info',
     description: `One of ${logLevels.join(', ')}.`,
   },
+  LOG_FORMAT: {
+    schema: z.enum(['json', 'pretty']).optional(),
+    example: 'json',
+    description: 'json (one object a line) or pretty (short lines for a person). Unset: pretty when stderr is a terminal, json otherwise.',
+  },
   ROSTER_SECRET_KEY: {
     schema: optionalSecret().refine((value) => value === undefined || parseInstallationKey(value) !== null),
     example: installationKeyFormat,

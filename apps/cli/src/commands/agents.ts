@@ -1,4 +1,5 @@
-import { UsageError } from '@roster/errors';
+import { RosterError, UsageError } from '@roster/errors';
+import type { Runtime } from '@roster/runtime';
 import type { CommandIo } from '../io.js';
 import { exitCode } from '../io.js';
 import { parseCommand } from '../parse.js';
@@ -12,17 +13,32 @@ export async function runAgentAdd(args: string[], io: CommandIo): Promise<number
     const engine = typeof values.engine === 'string' ? values.engine : config.ROSTER_ENGINE;
     // Refuse an engine that cannot be made (unknown form, missing key) before storing the agent.
     roster.checkEngine(engine, values.name);
-    const agent = await roster.core.directory.addAgent({
-      name: values.name,
-      job: values.job,
-      engine,
-      ...(typeof values.instructions === 'string' ? { instructions: values.instructions } : {}),
-    });
+    const agent = await roster.core.directory
+      .addAgent({
+        name: values.name,
+        job: values.job,
+        engine,
+        ...(typeof values.instructions === 'string' ? { instructions: values.instructions } : {}),
+      })
+      .catch((error: unknown) => sayWhichExists(roster.core.directory, values.name as string, error));
     io.out(values.json === true ? JSON.stringify(agent) : `Added ${agent.name} (${agent.engine}): ${agent.job}`);
     return exitCode.ok;
   } finally {
     await database.close();
   }
+}
+
+/**
+ * Names are one whatever their case ("ZOË" is "Zoë"): a refusal names the
+ * agent that holds the name, as it is spelt, rather than echoing the new one.
+ */
+async function sayWhichExists(directory: Runtime['core']['directory'], name: string, error: unknown): Promise<never> {
+  if (!RosterError.isInstance(error) || error.code !== 'agent_exists') throw error;
+  const wanted = name.trim().toLowerCase();
+  const holder = (await directory.listAgents({ includeArchived: true })).find((agent) => agent.name.toLowerCase() === wanted);
+  if (holder === undefined) throw error;
+  const archived = holder.status === 'archived' ? ' (archived)' : '';
+  throw new RosterError('agent_exists', `An agent named ${holder.name}${archived} already exists, and names are the same whatever their case: choose another name.`, { cause: error });
 }
 
 export async function runAgentList(args: string[], io: CommandIo): Promise<number> {

@@ -14,7 +14,9 @@ export async function runLoginLink(args: string[], io: CommandIo): Promise<numbe
     const person = await resolvePerson(roster, typeof values.as === 'string' ? values.as : undefined);
     const link = await createLoginLink(database, person.id);
     io.out(loginLinkUrl(config, link.token));
-    io.err(`Signs ${person.name} (${person.role}) in once, until ${link.expiresAt.toISOString()}. Keep it to yourself.`);
+    // In local time with its zone, as the web page shows times.
+    const until = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'long' }).format(link.expiresAt);
+    io.err(`Signs ${person.name} (${person.role}) in once, until ${until}. Keep it to yourself.`);
     return exitCode.ok;
   } finally {
     await database.close();

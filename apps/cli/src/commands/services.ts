@@ -89,7 +89,10 @@ export async function runServices(args: string[], io: CommandIo, services: reado
       const { person, created } = await runtime.core.directory.ensureFirstOwner();
       if (created) {
         const link = await createLoginLink(database, person.id);
+        // Set apart by blank lines, so it does not sit among the log lines.
+        io.out('');
         io.out(`Made the first owner, "${person.name}". Sign in within ${loginLinkLifetimeMs / 60_000} minutes (the link works once): ${loginLinkUrl(config, link.token)}`);
+        io.out('');
       } else {
         io.out('Sign in with a link from roster login-link.');
       }

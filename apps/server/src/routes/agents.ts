@@ -1,5 +1,6 @@
 import { engineChoiceSchema, engineTestSchema, purgeResultSchema } from '@roster/api';
 import { checkModelReference } from '@roster/engines';
+import { RosterError } from '@roster/errors';
 import { z } from 'zod';
 import type { RouteContext } from '../context.js';
 import { agentSchema, nameParam, showAgent } from '../schemas.js';
@@ -56,7 +57,15 @@ export function agentRoutes({ routes, runtime, config }: RouteContext): void {
       const engine = body.engine ?? config.ROSTER_ENGINE;
       // An engine that cannot be made (unknown form, missing key) is refused before the agent is stored.
       runtime.checkEngine(engine, body.name);
-      return showAgent(await directory.addAgent({ name: body.name, job: body.job, engine }));
+      try {
+        return showAgent(await directory.addAgent({ name: body.name, job: body.job, engine }));
+      } catch (error) {
+        // Names are one whatever their case ("ZOË" is "Zoë"): say which agent holds it, as it is spelt.
+        if (!RosterError.isInstance(error) || error.code !== 'agent_exists') throw error;
+        const holder = (await directory.listAgents({ includeArchived: true })).find((agent) => agent.name.toLowerCase() === body.name.trim().toLowerCase());
+        if (holder === undefined) throw error;
+        throw new RosterError('agent_exists', `An agent named ${holder.name}${holder.status === 'archived' ? ' (archived)' : ''} already exists, and names are the same whatever their case: choose another name.`, { cause: error });
+      }
     },
   });
 
@@ -156,10 +165,11 @@ export function agentRoutes({ routes, runtime, config }: RouteContext): void {
       try {
         const check = await checkModelReference(body.engine, config);
         if (check.status !== 'ok') return { ok: false, detail: check.detail };
-        const engine = runtime.checkEngine(body.engine);
+        // The engine is tried outside any agent: it speaks as Roster ("I'm Roster. …"), not as an agent named "check".
+        const engine = runtime.checkEngine(body.engine, 'Roster');
         const answer = await engine.run({ system: 'You are being tested. Answer in one short sentence.', memory: '', history: [], message: 'Say hello.', tools: [], signal: AbortSignal.timeout(20_000) });
         const text = answer.text.trim().replace(/\s+/g, ' ');
-        return { ok: true, detail: `answered: ${text.length > 120 ? `${text.slice(0, 117)}…` : text}` };
+        return { ok: true, detail: `answered: “${text.length > 120 ? `${text.slice(0, 117)}…` : text}”` };
       } catch (error) {
         return { ok: false, detail: (error as Error).message };
       }

@@ -34,7 +34,8 @@ const routes: Route[] = [
 ];
 
 const app = document.getElementById('app')!;
-const status = h('div', { class: 'visually-hidden', role: 'status', 'aria-live': 'polite' });
+/** What an action did ("Scout was created."): said to screen readers and shown, until the next page. */
+const status = h('div', { class: 'flash', role: 'status', 'aria-live': 'polite' });
 let me: Person | null = null;
 /** Each render gets a number; a page that finishes loading after the next navigation does not draw. */
 let renderCount = 0;
@@ -44,6 +45,8 @@ function homeFor(person: Person): string {
 }
 
 function navigate(path: string, replaceEntry = false): void {
+  // Going elsewhere ends the last confirmation; a page redrawn in place (after a change) keeps it.
+  if (path !== location.pathname + location.search) status.textContent = '';
   if (replaceEntry) history.replaceState(null, '', path);
   else history.pushState(null, '', path);
   void render(true);

@@ -158,9 +158,33 @@ export async function listAgents(all = false): Promise<Agent[]> {
  * The choice of agent at the top of a page; changing it reloads the page
  * with `?agent=NAME`. Returns the agent chosen (the one asked for, else the first).
  */
+const lastAgentKey = 'roster.last-agent';
+
+/** The agent this browser last chatted with or chose, if the storage can be read. */
+export function lastAgent(): string | null {
+  try {
+    return localStorage.getItem(lastAgentKey);
+  } catch {
+    return null;
+  }
+}
+
+/** Remember the agent just used, so the next page that picks an agent opens on it. */
+export function rememberAgent(name: string): void {
+  try {
+    localStorage.setItem(lastAgentKey, name);
+  } catch {
+    // Storage refused (a private window's quota): the pages open on the first agent instead.
+  }
+}
+
 export function agentChooser(context: PageContext, agents: Agent[], path: string, extra: Record<string, string> = {}): { element: HTMLElement; chosen: string | null } {
+  const known = (name: string | null): name is string => name !== null && agents.some((agent) => agent.name === name);
   const asked = context.params.get('agent');
-  const chosen = asked !== null && agents.some((agent) => agent.name === asked) ? asked : (agents.find((agent) => agent.status === 'active')?.name ?? agents[0]?.name ?? null);
+  const recent = lastAgent();
+  // The agent in the address; else the one last used here; else the first active one.
+  const chosen = known(asked) ? asked : known(recent) ? recent : (agents.find((agent) => agent.status === 'active')?.name ?? agents[0]?.name ?? null);
+  if (chosen !== null) rememberAgent(chosen);
   const picker = select(
     'agent',
     agents.map((agent) => [agent.name, agent.status === 'active' ? agent.name : `${agent.name} (${agent.status})`] as const),

@@ -41,10 +41,11 @@ export async function accountPage(context: PageContext): Promise<void> {
   const tokens = (await api<{ tokens: ApiToken[] }>('GET', '/api/tokens')).tokens;
   const shown = h('div', { class: 'new-token' });
   const body = h('tbody', null, tokens.length === 0 ? h('tr', { 'data-none': '' }, h('td', { colspan: '5' }, empty('No token yet.'))) : tokens.map((token) => tokenRow(context, token)));
+  const nameInput = h('input', { type: 'text', name: 'name', required: true, maxlength: '80', autocomplete: 'off', placeholder: 'e.g. backup script' });
   const make = form({
     label: 'New API token',
     submit: 'Make token',
-    fields: [field('Name', h('input', { type: 'text', name: 'name', required: true, maxlength: '80', autocomplete: 'off', placeholder: 'e.g. backup script' }), 'What the token is for.')],
+    fields: [field('Name', nameInput, 'What the token is for.')],
     async run(data, report) {
       const made = await api<ApiToken & { token: string }>('POST', '/api/tokens', { name: text(data, 'name') });
       report.say(`${made.name} was made. Copy it now: it is shown only this once.`);
@@ -55,6 +56,8 @@ export async function accountPage(context: PageContext): Promise<void> {
       );
       body.querySelector('[data-none]')?.remove();
       body.appendChild(tokenRow(context, made));
+      // Ready for the next one: the name just used is not left to be sent twice.
+      nameInput.value = '';
     },
   });
   const erased = outcome();

@@ -1,6 +1,6 @@
 import { api, chat, type ChatHistory, type ChatMemory, type ChatToolCall, type TranscriptLine, type TurnEnd } from '../api.ts';
 import { field, h, replace, select } from '../dom.ts';
-import { badge, empty, errorText, listAgents, loading, type PageContext } from '../ui.ts';
+import { badge, empty, errorText, listAgents, loading, rememberAgent, type PageContext } from '../ui.ts';
 
 /** The longest message the server takes, in characters (code points, after trimming), as the CLI and the API count them. */
 const maxLength = 4000;
@@ -85,6 +85,7 @@ export async function chatPage(context: PageContext): Promise<void> {
 
   const options: Array<readonly [string, string]> = agents.map((agent) => [agent.name, agent.name] as const);
   if (agents.length > 1) options.push(['team', 'The whole team']);
+  if (chosen !== 'team' && chosen !== '') rememberAgent(chosen);
   const target = select('target', options, chosen);
   target.addEventListener('change', () => {
     context.navigate(target.value === 'team' ? '/chat?team=true' : `/chat?agent=${encodeURIComponent(target.value)}`);

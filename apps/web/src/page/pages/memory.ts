@@ -1,14 +1,16 @@
-import { api, segment, withQuery, type Fact, type FactGroup, type FactVersion, type PersonWithIdentities, type SourceMessage, type Tombstone } from '../api.ts';
+import { api, segment, withQuery, type Fact, type FactGroup, type PersonWithIdentities, type SourceMessage, type Tombstone } from '../api.ts';
 import { field, h, replace, select, time, type Child } from '../dom.ts';
 import { action, agentChooser, badge, confirmStep, empty, errorText, form, isOwner, listAgents, loading, outcome, text, type PageContext } from '../ui.ts';
+import { historyAction, recorded, tombstone, tombstoneCard, trustThen, validity, type MemoryView } from './memory-history.ts';
 
 /** Trust levels in the order the page lists them: what is read first, then what reads withhold. */
-const trustOrder = ['verified', 'active', 'candidate', 'disputed', 'retracted', 'rejected', 'faded', 'forgotten'];
+const trustOrder = ['verified', 'active', 'candidate', 'believed then', 'disputed', 'retracted', 'rejected', 'faded', 'forgotten'];
 
 const trustMeaning: Record<string, string> = {
   verified: 'confirmed by a person',
   active: 'believed and used',
   candidate: 'not yet trusted: extracted by the model or written after reading untrusted content',
+  'believed then': 'believed at that moment; retracted or refused since',
   disputed: 'contradicted; withheld from replies',
   retracted: 'it was wrong; withheld',
   rejected: 'refused; withheld',
@@ -47,51 +49,6 @@ function dayAndTime(value: string): { day: string; time: string } {
   return { day: `${at.getFullYear()}-${pad(at.getMonth() + 1)}-${pad(at.getDate())}`, time: `${pad(at.getHours())}:${pad(at.getMinutes())}:${pad(at.getSeconds())}` };
 }
 
-function tombstone(): HTMLElement {
-  return h('p', { class: 'tombstone' }, h('strong', null, 'Forgotten.'), ' Its words are erased everywhere; a tombstone keeps them from being learned again unless said anew.');
-}
-
-/** A forgotten version in a history: where it was, without a word of it. */
-function tombstoneLine(): HTMLElement {
-  return h('p', { class: 'tombstone' }, 'Forgotten: content erased.');
-}
-
-/** Who asked to forget, as the page names them. */
-function whoAsked(view: MemoryView, by: Tombstone['forgottenBy']): string {
-  if (by === null) return 'someone';
-  if (by.id !== null && by.id === view.context.me.id) return `${view.context.me.name} (you)`;
-  if (by.name !== null) return by.name;
-  if (by.kind === 'owner') return by.id === 'cli' ? 'the owner, on the command line' : 'the owner';
-  if (by.kind === 'agent') return by.id === null ? 'the agent' : `the agent ${by.id}`;
-  if (by.kind === 'job') return by.id === null ? 'a job' : `the ${by.id} job`;
-  return by.kind;
-}
-
-/** A forgotten fact where it was: when it was forgotten and who asked; not a word of it. */
-function tombstoneCard(view: MemoryView, buried: Tombstone, options: { openHistory?: boolean } = {}): HTMLElement {
-  const historyBox = h('div', { class: 'history' });
-  const showHistory = async (): Promise<void> => {
-    if (buried.factId === null) return;
-    replace(historyBox, h('p', { class: 'loading' }, 'Loading history…'));
-    try {
-      const { versions } = await api<{ versions: FactVersion[] }>('GET', `/api/agents/${segment(view.agent)}/facts/${segment(buried.factId)}/history`);
-      replace(historyBox, timeline(view, versions));
-    } catch (error) {
-      replace(historyBox, h('p', { class: 'outcome error', role: 'alert' }, errorText(error)));
-    }
-  };
-  if (options.openHistory === true) void showHistory();
-  return h(
-    'li',
-    { class: 'card fact tombstoned', 'data-tombstone-id': buried.id, ...(buried.factId === null ? {} : { 'data-fact-id': buried.factId }) },
-    h('div', { class: 'card-head' }, badge('forgotten')),
-    h('p', { class: 'forgotten-when' }, 'Forgotten ', time(buried.forgottenAt), ', asked by ', h('strong', null, whoAsked(view, buried.forgottenBy)), '.'),
-    tombstone(),
-    buried.factId === null ? null : h('div', { class: 'actions', role: 'group', 'aria-label': 'Fact actions' }, action('History', showHistory)),
-    historyBox,
-  );
-}
-
 /** The heading of a list of cards, with how many it holds. */
 function trustHeading(trust: string, count: number): HTMLElement {
   return h('h3', null, `${trust[0]!.toUpperCase()}${trust.slice(1)} `, h('span', { class: 'count' }, `(${count})`), h('small', { class: 'hint' }, ` ${trustMeaning[trust] ?? ''}`));
@@ -112,17 +69,6 @@ function recount(section: Element): void {
   }
 }
 
-interface MemoryView {
-  context: PageContext;
-  agent: string;
-  /** The person filter of the page (the owner's), kept in links to other moments. */
-  person: string;
-  /** Person ids to names, for provenance. */
-  names: Map<string, string>;
-  /** Viewing the past: no actions, since only the current version changes. */
-  past: boolean;
-  reload(): void;
-}
 
 function provenance(view: MemoryView, fact: Fact): Child {
   const source = fact.provenance;
@@ -172,14 +118,6 @@ function sourceLine(view: MemoryView, message: SourceMessage): HTMLElement {
   );
 }
 
-function validity(fact: Fact): Child {
-  return [time(fact.validFrom), ' – ', fact.validTo === null ? 'still' : time(fact.validTo)];
-}
-
-function recorded(fact: Fact): Child {
-  return [time(fact.recordedAt), fact.supersededAt === null ? ' (still believed)' : [' until ', time(fact.supersededAt)]];
-}
-
 function factCard(view: MemoryView, fact: Fact): HTMLElement {
   const card = h('li', { class: 'card fact', 'data-fact-id': fact.id });
   const report = outcome();
@@ -208,15 +146,7 @@ function factCard(view: MemoryView, fact: Fact): HTMLElement {
     content.focus();
   };
 
-  const showHistory = async (): Promise<void> => {
-    replace(historyBox, h('p', { class: 'loading' }, 'Loading history…'));
-    try {
-      const { versions } = await api<{ versions: FactVersion[] }>('GET', `${base}/history`);
-      replace(historyBox, timeline(view, versions));
-    } catch (error) {
-      replace(historyBox, h('p', { class: 'outcome error', role: 'alert' }, errorText(error)));
-    }
-  };
+  const showHistory = historyAction(view, historyBox, fact.id);
 
   const forget = async (): Promise<void> => {
     const confirmed = await confirmStep({
@@ -254,7 +184,7 @@ function factCard(view: MemoryView, fact: Fact): HTMLElement {
 
   const actions: Child[] =
     view.past || forgotten
-      ? [action('History', showHistory)]
+      ? [showHistory]
       : [
           fact.trust === 'verified' ? null : action('Confirm', async () => {
             try {
@@ -267,13 +197,13 @@ function factCard(view: MemoryView, fact: Fact): HTMLElement {
           }),
           action('Correct…', () => change('correct')),
           action('Update…', () => change('update')),
-          action('History', showHistory),
+          showHistory,
           action('Forget…', forget, { kind: 'danger' }),
         ];
 
   replace(
     card,
-    h('div', { class: 'card-head' }, badge(fact.trust), h('span', { class: 'tag' }, fact.category), h('span', { class: 'tag' }, fact.audience === 'agent' ? 'agent-wide' : 'private')),
+    h('div', { class: 'card-head' }, badge(trustThen(view, fact)), h('span', { class: 'tag' }, fact.category), h('span', { class: 'tag' }, fact.audience === 'agent' ? 'agent-wide' : 'private')),
     forgotten ? tombstone() : h('p', { class: 'content' }, fact.content),
     h(
       'dl',
@@ -295,42 +225,9 @@ function factCard(view: MemoryView, fact: Fact): HTMLElement {
   return card;
 }
 
-const relationLabel: Record<string, string> = { earlier: 'Earlier version', this: 'This version', later: 'Later version' };
-
-/** The versions of a fact, oldest first; a forgotten one is a tombstone without content. */
-function timeline(view: MemoryView, versions: FactVersion[]): HTMLElement {
-  const ordered = [...versions].sort((a, b) => a.fact.recordedAt.localeCompare(b.fact.recordedAt));
-  return h(
-    'section',
-    { class: 'timeline', 'aria-label': 'History' },
-    h('h4', null, 'History'),
-    ordered.length === 0
-      ? empty('No versions.')
-      : h(
-          'ol',
-          null,
-          ordered.map((version) => {
-            const gone = version.fact.content === null || version.fact.trust === 'forgotten';
-            const at = version.event?.occurredAt ?? null;
-            return h(
-              'li',
-              { class: gone ? 'version tombstoned' : 'version' },
-              h('div', { class: 'card-head' }, h('strong', null, relationLabel[version.relation] ?? version.relation), badge(version.fact.trust), version.event === null ? null : h('span', { class: 'tag' }, version.event.action)),
-              gone ? tombstoneLine() : h('p', { class: 'content' }, version.fact.content),
-              h('p', { class: 'hint' }, 'valid ', validity(version.fact), '; recorded ', recorded(version.fact), at === null ? null : ['; event ', time(at)]),
-              // The moment this version was recorded (a changed version's row is a later restatement of it: its event tells when it was first believed).
-              gone || at === null
-                ? null
-                : h('p', null, h('a', { href: withQuery('/memory', { agent: view.agent, person: view.person, recordedAt: at }), class: 'believed-then' }, 'What it believed then')),
-            );
-          }),
-        ),
-  );
-}
-
-function byTrust(facts: Fact[]): Array<[string, Fact[]]> {
+function byTrust(view: MemoryView, facts: Fact[]): Array<[string, Fact[]]> {
   const groups = new Map<string, Fact[]>();
-  for (const fact of facts) groups.set(fact.trust, [...(groups.get(fact.trust) ?? []), fact]);
+  for (const fact of facts) groups.set(trustThen(view, fact), [...(groups.get(trustThen(view, fact)) ?? []), fact]);
   const known = trustOrder.filter((trust) => groups.has(trust));
   const others = [...groups.keys()].filter((trust) => !trustOrder.includes(trust)).sort();
   return [...known, ...others].map((trust) => [trust, groups.get(trust)!.sort((a, b) => b.recordedAt.localeCompare(a.recordedAt))]);
@@ -379,6 +276,7 @@ export async function memoryPage(context: PageContext): Promise<void> {
     person,
     names,
     past: validOn !== '' || believedOn !== '',
+    believedAt: believedOn === '' ? null : moment(believedOn),
     reload: () => context.navigate(location.pathname + location.search, true),
   };
 
@@ -413,7 +311,7 @@ export async function memoryPage(context: PageContext): Promise<void> {
           'section',
           { class: 'group', 'aria-labelledby': headingId },
           h('h2', { id: headingId }, title),
-          byTrust(group.facts).map(([trust, facts]) =>
+          byTrust(view, group.facts).map(([trust, facts]) =>
             h('section', { class: 'trust', 'data-trust': trust }, trustHeading(trust, facts.length), h('ul', { class: 'cards' }, facts.map((fact) => factCard(view, fact)))),
           ),
           group.tombstones.length === 0 ? null : forgottenSection(view, group.tombstones),
