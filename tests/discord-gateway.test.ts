@@ -8,27 +8,19 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeDiscord, type FakeDiscord } from '@roster/channel-discord/testing';
 import { startFakeTelegram } from '@roster/channel-telegram/testing';
 import { freePort, runRoster, startRoster, tempDataDir, type RunningRoster } from './support/roster-process.js';
+import { repliesIn } from './support/replies.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
 
-/** What the bot sent to a channel, once it has sent `count` messages there. */
-async function repliesIn(fake: FakePlatform, chatId: string, count: number): Promise<string[]> {
-  await until(() => fake.sent().filter((message) => message.chatId === chatId).length >= count, `${count} messages to ${chatId}`, 20_000);
-  return fake
-    .sent()
-    .filter((message) => message.chatId === chatId)
-    .map((message) => message.text);
-}
-
 /** Say something in a person's direct messages with the bot, and the bot's answer. */
 async function say(fake: FakePlatform, from: PlatformUser, text: string): Promise<string> {
   const chatId = fake.dmChatId(from);
   const before = fake.sent().filter((message) => message.chatId === chatId).length;
   await fake.deliver({ chat: 'dm', from, text });
-  return (await repliesIn(fake, chatId, before + 1))[before]!;
+  return (await repliesIn(fake, chatId, before + 1, 20_000))[before]!;
 }
 
 /** The gateway registered the slash commands `times` times: a bot that is connected and reading (again, after a restart). */
@@ -125,7 +117,7 @@ describe('Discord through roster start', () => {
     // In #general (not bound) chatter stays chatter; in #projects (bound) the same words, without a mention, are answered.
     await fake.deliver({ chat: 'group', from: ada, text: 'hello, who is around today?' });
     await fake.deliver({ chat: 'group', channelId: fake.secondChannelId, from: ada, text: 'hello, who is around today?' });
-    expect(await repliesIn(fake, fake.secondChannelId, 1)).toEqual([expect.stringContaining("I'm Scout.")]);
+    expect(await repliesIn(fake, fake.secondChannelId, 1, 20_000)).toEqual([expect.stringContaining("I'm Scout.")]);
 
     // Removed: the gateway disconnects from Discord.
     const removed = await runRoster(['channel', 'remove', 'discord'], env);
@@ -199,7 +191,7 @@ describe('Discord through roster start', () => {
     expect((await repliesIn(discord, discord.dmChatId(ada), 7))[6]).toBe('Now talking to Scout.');
     // In the bound channel, a message without a mention is answered.
     await discord.deliver({ chat: 'group', channelId: discord.secondChannelId, from: bob, text: 'hello, who is around today?' });
-    expect(await repliesIn(discord, discord.secondChannelId, 1)).toEqual([expect.stringContaining("I'm Scout.")]);
+    expect(await repliesIn(discord, discord.secondChannelId, 1, 20_000)).toEqual([expect.stringContaining("I'm Scout.")]);
 
     // Told on Discord; Telegram recalls it, being the same person and agent (positive control).
     expect(await say(discord, ada, 'remember that my bike is green')).toBe('Noted: your bike is green');

@@ -4,6 +4,7 @@ import { until } from '@roster/channels/conformance';
 import { startFakeTelegram, type FakeTelegram } from '@roster/channel-telegram/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort, runRoster, startRoster, tempDataDir, type RunningRoster } from './support/roster-process.js';
+import { repliesIn } from './support/replies.js';
 
 /**
  * One holder per bot account. Telegram hands a bot's updates to one long
@@ -19,14 +20,6 @@ const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
-
-async function repliesIn(fake: FakeTelegram, chatId: string, count: number): Promise<string[]> {
-  await until(() => fake.sent().filter((message) => message.chatId === chatId).length >= count, `${count} messages to ${chatId}`, 60_000);
-  return fake
-    .sent()
-    .filter((message) => message.chatId === chatId)
-    .map((message) => message.text);
-}
 
 describe('two gateways, one Telegram bot', () => {
   it('one polls, the other stands by and takes the bot over when the first stops; no poll is ever cut off', { timeout: 300_000 }, async () => {

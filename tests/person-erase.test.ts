@@ -1,4 +1,5 @@
-import { approveLesson, createQueues, judgeSystem, listApprovals, listLessons, paraphraseSystem, removePersonJobs } from '@roster/jobs';
+import { createQueues, removePersonJobs } from '@roster/jobs';
+import { approveLesson, judgeSystem, listApprovals, listLessons, paraphraseSystem } from '@roster/learning';
 import { listAuditEvents } from '@roster/memory';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -7,20 +7,12 @@ import { migrate, openEmbeddedDatabase } from '@roster/db';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeTelegram, type FakeTelegram } from '@roster/channel-telegram/testing';
 import { freePort, runRoster, startRoster, tempDataDir, type RunningRoster } from './support/roster-process.js';
+import { repliesIn } from './support/replies.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
-
-/** What the bot sent to a chat, once it has sent `count` messages there. */
-async function repliesIn(fake: FakeTelegram, chatId: string, count: number): Promise<string[]> {
-  await until(() => fake.sent().filter((message) => message.chatId === chatId).length >= count, `${count} messages to ${chatId}`, 20_000);
-  return fake
-    .sent()
-    .filter((message) => message.chatId === chatId)
-    .map((message) => message.text);
-}
 
 describe('Telegram through roster start', () => {
   it('gives a stranger only the pairing hint and keeps nothing; a person who links with a code is remembered across messages', async () => {

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { requireServerUrl, serverInstallation } from '../support/installation.js';
 import { startPgBouncer, type PgBouncer } from '../support/pgbouncer.js';
 import { endRoster, freePort, runRoster, startRoster, type RunningRoster } from '../support/roster-process.js';
+import { repliesIn } from '../support/replies.js';
 
 /**
  * Roster through PgBouncer in transaction pooling mode: each transaction may
@@ -25,14 +26,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await bouncer?.stop();
 });
-
-async function repliesIn(fake: FakeTelegram, chatId: string, count: number): Promise<string[]> {
-  await until(() => fake.sent().filter((message) => message.chatId === chatId).length >= count, `${count} messages to ${chatId}`, 60_000);
-  return fake
-    .sent()
-    .filter((message) => message.chatId === chatId)
-    .map((message) => message.text);
-}
 
 describe('Roster behind PgBouncer in transaction pooling mode', () => {
   it('migrates (twice at once), starts, chats, forgets, runs and relays jobs, and hands a bot account over by lease', { timeout: 300_000 }, async () => {
