@@ -6,7 +6,7 @@ import { ApiError } from './errors.js';
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
 /** What a handler receives: its validated input and who asks. */
-export interface RouteInput<Params, Query, Body> {
+interface RouteInput<Params, Query, Body> {
   params: Params;
   query: Query;
   body: Body;
@@ -34,7 +34,7 @@ export interface RouteDefinition<Params, Query, Body> {
 }
 
 /** The errors' one shape, as the document describes it. */
-export const errorSchema = z.object({
+const errorSchema = z.object({
   error: z.object({
     code: z.string().describe('A stable, machine-readable code, like agent_not_found or csrf_failed.'),
     message: z.string().describe('What happened and what to do, for a person.'),

@@ -92,8 +92,6 @@ export function showMemoryUsed(result: SearchResult): z.infer<typeof memoryUsedS
   return { id: result.fact.id, content: result.fact.content, trust: result.fact.trust, why };
 }
 
-export const toolCallSchema = z.object({ toolName: z.string(), input: z.unknown(), output: z.unknown() });
-
 export const okSchema = z.object({ ok: z.literal(true) });
 
 /** A name in a path: what agentByName and personByName take. */

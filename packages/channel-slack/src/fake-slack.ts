@@ -10,7 +10,7 @@
 import { createHash, createHmac, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { fakePicture, type Delivered, type FakePlatform, type PlatformMessage, type PlatformUser, type SendAttempt, type SentRecord } from '@roster/channels/conformance';
+import { fakePicture, type FakePlatform, type PlatformMessage, type SendAttempt, type SentRecord } from '@roster/channels/conformance';
 import { createSlackAdapter, type SlackAdapter } from './slack-adapter.js';
 
 export const fakeSlackBot = { userId: 'UROSTERBOT', botId: 'BROSTER', team: 'T0TEAM' };

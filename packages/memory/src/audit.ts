@@ -91,7 +91,7 @@ const auditPurpose = 'roster/audit-chain/v1';
 const verifyPage = 5000;
 
 /** Like JSON.stringify, with every object's keys in one order, so equal values give equal text. */
-export function canonicalJson(value: unknown): string {
+function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
   if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item)).join(',')}]`;
   const entries = Object.entries(value as Record<string, unknown>)

@@ -32,7 +32,7 @@ const factVersionSchema = z.object({
 });
 
 /** The person export's layout; the CLI's `roster person export` writes the same. */
-export const personExportSchema = z.object({
+const personExportSchema = z.object({
   format: z.literal('roster-person-export'),
   formatVersion: z.number().int().describe('Raised when a field changes meaning or goes.'),
   exportedAt: time,

@@ -37,7 +37,7 @@ export interface SourceMessage {
   text: string | null;
 }
 
-export interface Provenance {
+interface Provenance {
   actorKind: string;
   actorId: string | null;
   channel: string | null;
@@ -122,7 +122,7 @@ export interface Lesson {
   evidence: Evidence[];
 }
 
-export interface MirrorRun {
+interface MirrorRun {
   verdict: 'pass' | 'fail' | 'error' | string;
   reason: string;
   ranAt: string;
@@ -162,7 +162,7 @@ export interface TranscriptLine {
   at: string;
 }
 
-export interface ChannelCredential {
+interface ChannelCredential {
   name: string;
   label: string;
   variable: string;
@@ -170,7 +170,7 @@ export interface ChannelCredential {
   updatedAt: string | null;
 }
 
-export interface ChannelBindingView {
+interface ChannelBindingView {
   account: string;
   agent: string | null;
   policy: 'pairing' | 'allowlist' | 'open';
