@@ -3,64 +3,18 @@ import type { AddressInfo } from 'node:net';
 import { channelPlugins } from '@roster/channel-registry';
 import { answerWebhook, serveChannel, type ChannelAdapter, type ChannelCredentialStore, type ServedChannel } from '@roster/channels';
 import type { InstallationKey, Logger } from '@roster/config';
-import type { ChannelHost } from '@roster/contracts';
 import type { Core } from '@roster/core';
 import type { Database } from '@roster/db';
 import type { AuditLog } from '@roster/memory';
 import { createApprovalDesk } from '@roster/jobs';
 import { fenced } from './fenced.js';
 import { createLeaseStore, leaseHolderName, type HeldLease } from './lease.js';
-import { channelStates, type ChannelConfig, type StoredSettings } from './settings.js';
+import { channelHost } from './check.js';
+import { channelStates, defaultAccount, type ChannelConfig, type StoredSettings } from './settings.js';
 
+export { channelHost, checkChannels, type ChannelCheck } from './check.js';
 export { createLeaseStore, leaseHolderName, type HeldLease, type LeaseHolder, type LeaseStore } from './lease.js';
 export { channelStates, serverAddress, type ChannelConfig, type ChannelState, type OpenedCredentials, type StoredBinding, type StoredSettings } from './settings.js';
-
-/** A channel as `roster doctor` reports it. */
-export interface ChannelCheck {
-  channel: string;
-  status: 'ok' | 'fail' | 'off';
-  detail: string;
-}
-
-/** What a plugin is given: the logger, secrets derived from the installation key, and the services of this process. */
-export function channelHost(options: { logger: Logger; key?: InstallationKey; database?: Database; services?: Readonly<Record<string, unknown>> }): ChannelHost {
-  const { key } = options;
-  return {
-    logger: options.logger,
-    derive: (purpose) => {
-      if (key === undefined) throw new Error('The installation key could not be loaded: roster doctor says why.');
-      return key.derive(purpose);
-    },
-    services: { ...(options.database === undefined ? {} : { database: options.database }), ...(key === undefined ? {} : { key }), ...options.services },
-  };
-}
-
-/**
- * Each registered channel checked against its platform (its plugin's
- * `check`: a token tried, a link read), called ok only when the platform
- * takes it; one that is not configured is `off`, one half configured `fail`.
- */
-export async function checkChannels(
-  config: ChannelConfig,
-  options: { stored?: StoredSettings; timeoutMs?: number; database?: Database; key?: InstallationKey; logger: Logger },
-): Promise<ChannelCheck[]> {
-  const host = channelHost({ logger: options.logger, ...(options.key === undefined ? {} : { key: options.key }), ...(options.database === undefined ? {} : { database: options.database }) });
-  return Promise.all(
-    channelStates(config, options.stored).map(async ({ channel, plugin, setup }): Promise<ChannelCheck> => {
-      if (setup.state === 'off') return { channel, status: 'off', detail: setup.detail };
-      if (setup.state === 'incomplete') return { channel, status: 'fail', detail: setup.detail };
-      const check = await plugin.check(setup.settings, host, options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }).catch((error: unknown) => ({
-        status: 'fail' as const,
-        detail: (error as Error).message,
-      }));
-      if (check.status !== 'ok') return { channel, status: check.status, detail: check.detail };
-      const served =
-        options.database === undefined || setup.exclusive === false ? undefined : await createLeaseStore(options.database).holderOf(channel, defaultAccount).catch(() => undefined);
-      const by = served === undefined ? '' : served === null ? '; no gateway serves it now' : `; served by ${served.holder}`;
-      return { channel, status: check.status, detail: `${check.detail}${setup.mode === undefined ? '' : `; ${setup.mode}`}${by}` };
-    }),
-  );
-}
 
 /** The platforms' webhooks (Slack's events, Telegram's updates) a gateway answers, for the server that receives them. */
 export interface ChannelWebhooks {
@@ -151,9 +105,6 @@ interface Running {
   /** Until when this process may act for the account without renewing (its own clock, a margin under the lease). */
   validUntil: number;
 }
-
-/** The bot account Roster serves on each channel. */
-const defaultAccount = 'default';
 
 /**
  * The channel gateway: one adapter per configured channel (from the
