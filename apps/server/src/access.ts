@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import type { Config } from '@roster/config';
 import type { Person } from '@roster/core';
 import type { Database } from '@roster/db';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { csrfMatches, csrfTokenFor, findSession, personForApiToken, sessionCookie } from './credentials.js';
 import { ApiError } from './errors.js';
 

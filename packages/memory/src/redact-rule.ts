@@ -50,7 +50,7 @@ export interface SecretRule {
  * pass can list the kinds in text order. Placeholders already present in the
  * input stay as they are and are not reported again.
  */
-export const sentinelOpen = '\uE000';
+const sentinelOpen = '\uE000';
 const sentinelClose = '\uE001';
 export const sentinelPattern = /\uE000([a-z-]+)\uE001/g;
 export const placeholderPrefix = '[redacted:';
