@@ -1,5 +1,5 @@
 import { until } from '@roster/channels/conformance';
-import { channelPlugins, channelVariables } from '@roster/channel-registry';
+import { channelVariables } from '@roster/channel-registry';
 import { linkThrough, startFakeWhatsApp, type FakeWhatsApp } from '@roster/channel-whatsapp/testing';
 import { createLogger, parseConfig } from '@roster/config';
 import { testInstallationKey } from '@roster/config/testing';

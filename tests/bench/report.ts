@@ -51,7 +51,7 @@ export function renderTextTable(table: ResultTable): string {
   return [table.title, line(table.columns), widths.map((width) => '-'.repeat(width)).join('  '), ...table.rows.map(line)].join('\n');
 }
 
-export function renderMarkdownTable(table: ResultTable): string {
+function renderMarkdownTable(table: ResultTable): string {
   const escape = (cell: string) => cell.replaceAll('|', '\\|');
   const line = (cells: readonly string[]) => `| ${cells.map(escape).join(' | ')} |`;
   return [`**${table.title}**`, '', line(table.columns), line(table.columns.map(() => '---')), ...table.rows.map(line)].join('\n');

@@ -21,7 +21,7 @@ export function createRandom(seed: number): () => number {
   };
 }
 
-export function pick<T>(random: () => number, items: readonly T[]): T {
+function pick<T>(random: () => number, items: readonly T[]): T {
   return items[Math.floor(random() * items.length)]!;
 }
 
@@ -83,7 +83,7 @@ const relations = words(`
   neighbour colleague landlord friend mentor partner roommate
 `);
 
-export const days = words('Monday Tuesday Wednesday Thursday Friday Saturday Sunday');
+const days = words('Monday Tuesday Wednesday Thursday Friday Saturday Sunday');
 const months = words('January February March April May June July August September October November December');
 const times = words('morning afternoon evening night dawn noon midnight weekend');
 

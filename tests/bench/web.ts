@@ -16,7 +16,7 @@ export interface WebSession {
  * One POST on a connection of its own (no keep-alive: a pooled socket the
  * server closed while idle would fail the next turn), the whole body read.
  */
-export function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
   return new Promise((resolve, reject) => {
     const payload = JSON.stringify(body);
     const request = http.request(

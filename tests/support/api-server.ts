@@ -18,7 +18,7 @@ export interface Browser {
   csrfToken: string;
 }
 
-export interface RequestOptions {
+interface RequestOptions {
   as?: Browser | { token: string };
   body?: unknown;
   /** With a session: send its CSRF token (the default), none, or this value. */

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 /** ASCII letters folded to lower case: the words looked for are ASCII, and a copy may be the typed form or a lower-cased one (normal form, lexeme). */
-export function foldCase(bytes: Buffer): Buffer {
+function foldCase(bytes: Buffer): Buffer {
   const folded = Buffer.from(bytes);
   for (let index = 0; index < folded.length; index += 1) {
     const byte = folded[index]!;
@@ -12,7 +12,7 @@ export function foldCase(bytes: Buffer): Buffer {
 }
 
 /** Every regular file under `dir`, at any depth. */
-export function filesUnder(dir: string): string[] {
+function filesUnder(dir: string): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const full = path.join(dir, entry.name);
     if (entry.isDirectory()) return filesUnder(full);

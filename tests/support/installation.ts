@@ -7,7 +7,7 @@ import { createTestServerDatabase } from '@roster/db/testing';
 import { Redis } from 'ioredis';
 import { tempDataDir } from './roster-process.js';
 
-export const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 /**
  * One Roster installation for a test or a benchmark, as its processes see it:

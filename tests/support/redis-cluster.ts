@@ -13,7 +13,7 @@ import { freePort } from './roster-process.js';
 
 const run = promisify(execFile);
 
-export interface RedisClusterNode {
+interface RedisClusterNode {
   port: number;
   process: ChildProcess;
 }

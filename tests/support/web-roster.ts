@@ -10,7 +10,7 @@ import { createRuntime, type Runtime } from '@roster/runtime';
 import { createChannelCredentialStore } from '@roster/channels';
 import { createLoginLink, createServer } from '@roster/server';
 
-export const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const connection = connectionFromUrl(redisUrl);
 
 /** How the browser tests launch Debian's Chromium. */

@@ -14,7 +14,7 @@ export interface Command {
 }
 
 /** The widest line any help prints, in characters: it reads in an ordinary terminal. */
-export const helpWidth = 100;
+const helpWidth = 100;
 
 /** How far a wrapped line's continuation is indented beyond the line's own indent. */
 const continuationIndent = 4;
@@ -24,7 +24,7 @@ const continuationIndent = 4;
  * continuation lines keep the line's indent plus four spaces. A single word
  * wider than the limit stays whole.
  */
-export function wrapLine(line: string): string[] {
+function wrapLine(line: string): string[] {
   if ([...line].length <= helpWidth) return [line];
   const indent = /^ */.exec(line)?.[0] ?? '';
   const words = line.slice(indent.length).split(' ');

@@ -20,11 +20,6 @@ export function loadConfig(io: CommandIo): { config: Config; logger: Logger } {
   return { config, logger: pretty ? createLogger(config, terminalDestination()) : createLogger(config) };
 }
 
-/** Open the database and bring it to the latest migration. */
-export async function openRuntime(io: CommandIo): Promise<Runtime> {
-  return openDatabaseOf(loadConfig(io));
-}
-
 /**
  * The same, with the installation key, for commands that touch memory or
  * its audit log. A missing or malformed key stops the command, in one line.

@@ -1,6 +1,6 @@
 import type { Database } from '@roster/db';
 import { createLeaseStore, type LeaseRow } from './lease.js';
-import type { ChannelState } from './settings.js';
+import { defaultAccount, type ChannelState } from './settings.js';
 
 /**
  * A configured bot account as the installation stands now: `receiving` (a
@@ -22,9 +22,6 @@ export interface AccountReport {
   since: string | null;
   detail: string;
 }
-
-/** The bot account Roster serves on each channel. */
-export const defaultAccount = 'default';
 
 /** `host:pid:id` read back into its parts (a host name may hold colons: an IPv6 address). */
 export function holderParts(holder: string): { host: string; pid: number | null } {

@@ -2,6 +2,9 @@ import { channelPlugins } from '@roster/channel-registry';
 import type { Config } from '@roster/config';
 import type { AnyChannelPlugin, ChannelSetup } from '@roster/contracts';
 
+/** The bot account Roster serves on each channel. */
+export const defaultAccount = 'default';
+
 export type ChannelConfig = Pick<Config, 'channels' | 'GATEWAY_PORT' | 'HOST' | 'PORT'>;
 
 /** The stored credentials as the store opens them: `{ channel: { account: { name: value } } }`. */
@@ -44,7 +47,7 @@ export function serverAddress(config: Pick<Config, 'HOST' | 'PORT'>): string {
 export function channelStates(config: ChannelConfig, stored: StoredSettings = { credentials: {}, bindings: [] }): ChannelState[] {
   return channelPlugins.map((plugin) => {
     const environment = Object.fromEntries(Object.keys(plugin.environment).map((variable) => [variable, config.channels[variable]]));
-    const binding = stored.bindings.find((entry) => entry.channel === plugin.name && entry.account === 'default');
+    const binding = stored.bindings.find((entry) => entry.channel === plugin.name && entry.account === defaultAccount);
     const setup = plugin.setup({
       environment,
       stored: stored.credentials[plugin.name]?.default ?? {},

@@ -1,9 +1,5 @@
 import type { ChannelHost, ChannelShard } from '@roster/contracts';
-import type { ChannelState } from './settings.js';
-import { defaultAccount } from './accounts.js';
-
-
-export { defaultAccount };
+import { defaultAccount, type ChannelState } from './settings.js';
 
 /**
  * What one lease covers: a whole bot account, or one part of it (Discord's

@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import type { Config } from '@roster/config';
 import type { Person } from '@roster/core';
 import type { Database } from '@roster/db';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { csrfMatches, csrfTokenFor, findSession, personForApiToken, sessionCookie } from './credentials.js';
 import { ApiError } from './errors.js';
 
@@ -29,7 +29,7 @@ declare module 'fastify' {
 }
 
 /** The cookies of a request, by name (the first of a repeated name). */
-export function readCookies(header: string | undefined): Map<string, string> {
+function readCookies(header: string | undefined): Map<string, string> {
   const cookies = new Map<string, string>();
   for (const part of (header ?? '').split(';')) {
     const index = part.indexOf('=');
@@ -90,7 +90,7 @@ export class FailureLimiter {
  * Who is asking: a bearer API token, else the session cookie. A credential
  * that is present but unknown, expired or revoked is no one (null).
  */
-export async function identify(database: Database, request: FastifyRequest): Promise<Viewer | null> {
+async function identify(database: Database, request: FastifyRequest): Promise<Viewer | null> {
   const authorization = request.headers.authorization;
   if (authorization !== undefined) {
     const match = /^Bearer\s+(\S+)$/i.exec(authorization);
@@ -140,7 +140,7 @@ export async function admit(database: Database, request: FastifyRequest, access:
  * page of another site cannot forge it. For pages that cannot send the CSRF
  * header (Bull Board's).
  */
-export function sameOrigin(request: FastifyRequest): boolean {
+function sameOrigin(request: FastifyRequest): boolean {
   const origin = request.headers.origin;
   if (origin === undefined) return false;
   try {
@@ -156,9 +156,4 @@ export function sameOrigin(request: FastifyRequest): boolean {
 /** The Set-Cookie value of a new session: HttpOnly, SameSite=Strict, Secure over TLS. */
 export function sessionCookieHeader(token: string, maxAgeSeconds: number, secure: boolean): string {
   return `${sessionCookie}=${token}; Path=/; Max-Age=${maxAgeSeconds}; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`;
-}
-
-/** Send an error from a hook, in the server's one shape. */
-export function refuse(reply: FastifyReply, error: ApiError): FastifyReply {
-  return reply.status(error.status).send({ error: { code: error.code, message: error.message } });
 }

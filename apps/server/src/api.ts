@@ -7,7 +7,7 @@ import { ApiError } from './errors.js';
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
 /** What a handler receives: its validated input and who asks. */
-export interface RouteInput<Params, Query, Body> {
+interface RouteInput<Params, Query, Body> {
   params: Params;
   query: Query;
   body: Body;

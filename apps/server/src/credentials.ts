@@ -27,7 +27,7 @@ function newToken(): string {
 }
 
 /** What the database keeps of a token. */
-export function hashToken(token: string): string {
+function hashToken(token: string): string {
   return createHash('sha256').update(token, 'utf8').digest('hex');
 }
 

@@ -278,5 +278,3 @@ export async function startFakeServer(options: FakeServerOptions) {
     },
   };
 }
-
-export type FakeServer = Awaited<ReturnType<typeof startFakeServer>>;

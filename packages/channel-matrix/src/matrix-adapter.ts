@@ -42,7 +42,7 @@ const typingTimeoutMs = 6000;
 const initialSyncLimit = 20;
 
 /** The homeserver's base address, as the SDK takes it (no trailing slash). */
-export function homeserverBase(url: string): string {
+function homeserverBase(url: string): string {
   return url.replace(/\/+$/, '');
 }
 

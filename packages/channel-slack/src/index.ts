@@ -1,3 +1,4 @@
-export { checkSlackToken, createSlackAdapter, slackBlockLimit, slackEventsPath, slackTextLimit, toChannelError, type SlackAdapter, type SlackAdapterOptions } from './slack-adapter.js';
+export { createSlackAdapter, slackBlockLimit, slackEventsPath, slackTextLimit, type SlackAdapter, type SlackAdapterOptions } from './slack-adapter.js';
+export { checkSlackToken, toChannelError } from './slack-web-api.js';
 export { escapeMrkdwn, fromMrkdwn, toMrkdwn } from './mrkdwn.js';
 export { channelPlugin } from './plugin.js';

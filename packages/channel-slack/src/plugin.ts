@@ -87,7 +87,7 @@ export const channelPlugin = defineChannelPlugin<SlackSettings>({
     return createSlackAdapter({ ...settings, logger: host.logger });
   },
   async check(settings, _host, { timeoutMs }) {
-    const { checkSlackToken } = await import('./slack-adapter.js');
+    const { checkSlackToken } = await import('./slack-web-api.js');
     const check = await checkSlackToken({ botToken: settings.botToken, ...(settings.apiUrl === undefined ? {} : { apiUrl: settings.apiUrl }), ...(timeoutMs === undefined ? {} : { timeoutMs }) });
     return { status: check.ok ? 'ok' : 'fail', detail: check.detail };
   },

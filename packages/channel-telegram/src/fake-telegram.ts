@@ -10,11 +10,12 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fakePicture, type Delivered, type FakePlatform, type PlatformMessage, type PlatformUser, type SendAttempt, type SentRecord } from '@roster/channels/conformance';
+import type { Delivered, FakePlatform, SendAttempt, SentRecord } from '@roster/channels/conformance';
+import { fakeBot, groupChat, messageUpdate, userOf } from './fake-telegram-updates.js';
 import { createTelegramAdapter, telegramSecretHeader, telegramWebhookPath, type TelegramAdapter } from './telegram-adapter.js';
 
-export const fakeBot = { id: 999_000, is_bot: true, first_name: 'Roster', username: 'roster_test_bot', can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false };
-const groupChat = { id: -1_001_234_567_890, type: 'supergroup', title: 'The team' };
+export { fakeBot } from './fake-telegram-updates.js';
+
 
 interface QueuedUpdate {
   update: Record<string, unknown> & { update_id: number };
@@ -317,48 +318,6 @@ export async function startFakeTelegram(options: { token?: string; webhook?: boo
     adapter = createTelegramAdapter({ token, apiRoot });
   }
 
-  const userOf = (user: PlatformUser) => ({ id: Number(user.id), is_bot: false, first_name: user.name.split(' ')[0], last_name: user.name.split(' ').slice(1).join(' ') || undefined });
-  const chatOf = (kind: 'dm' | 'group', user: PlatformUser) => (kind === 'dm' ? { id: Number(user.id), type: 'private', first_name: user.name } : groupChat);
-
-  function messageUpdate(message: PlatformMessage & { entities?: unknown[] }): { update: Record<string, unknown>; messageId: number; chatId: string } {
-    const message_id = nextMessage++;
-    let text = message.text;
-    const entities: unknown[] = [...(message.entities ?? [])];
-    if (message.mentionBot === true) {
-      const handle = `@${fakeBot.username}`;
-      text = `${handle} ${text}`;
-      entities.push({ type: 'mention', offset: 0, length: handle.length });
-    }
-    const chat = chatOf(message.chat, message.from);
-    const body: Record<string, unknown> = { message_id, date: Math.floor(Date.now() / 1000), chat, from: userOf(message.from) };
-    const attachment = message.attachment ?? (message.image === true ? { kind: 'image' as const, data: fakePicture, mediaType: 'image/png' } : undefined);
-    if (attachment !== undefined) {
-      if (attachment.kind === 'image') {
-        // As Telegram does: the photo in several sizes, smallest first (here a thumbnail with other bytes, then the photo).
-        body.photo = [{ ...keepFile(new Uint8Array([0xff, 0xd8, 0xff, 0x00]), 'jpg'), width: 90, height: 67 }, { ...keepFile(attachment.data, 'jpg'), width: 1280, height: 960 }];
-      } else if (attachment.kind === 'voice') {
-        body.voice = { ...keepFile(attachment.data, 'oga'), duration: 3, mime_type: attachment.mediaType };
-      } else {
-        body.document = { ...keepFile(attachment.data, 'bin'), mime_type: attachment.mediaType, ...(attachment.name === undefined ? {} : { file_name: attachment.name }) };
-      }
-      if (text !== '') body.caption = text;
-      if (entities.length > 0) body.caption_entities = entities;
-    } else {
-      body.text = text;
-      if (entities.length > 0) body.entities = entities;
-    }
-    if (message.replyTo !== undefined) {
-      body.reply_to_message = {
-        message_id: Number(message.replyTo.id),
-        date: Math.floor(Date.now() / 1000),
-        chat,
-        from: message.replyTo.fromBot ? fakeBot : userOf(message.from),
-        text: 'an earlier message',
-      };
-    }
-    return { update: { message: body }, messageId: message_id, chatId: String(chat.id) };
-  }
-
   const deliveries = new Map<string, Record<string, unknown>>();
   async function deliverUpdate(update: Record<string, unknown>, chatId: string, messageId: number): Promise<Delivered> {
     const updateId = nextUpdate++;
@@ -383,14 +342,14 @@ export async function startFakeTelegram(options: { token?: string; webhook?: boo
     user: (n) => ({ id: String(5_000_000 + n), name: `Tess ${n}` }),
     dmChatId: (user) => user.id,
     async deliver(message) {
-      const { update, messageId, chatId } = messageUpdate(message);
+      const { update, messageId, chatId } = messageUpdate(message, nextMessage++, keepFile);
       return deliverUpdate(update, chatId, messageId);
     },
     async command(from, chat, words) {
       const [name = '', ...rest] = words.split(' ');
       const token = chat === 'group' ? `/${name}@${fakeBot.username}` : `/${name}`;
       const text = [token, ...rest].join(' ');
-      const { update, messageId, chatId } = messageUpdate({ chat, from, text, entities: [{ type: 'bot_command', offset: 0, length: token.length }] });
+      const { update, messageId, chatId } = messageUpdate({ chat, from, text, entities: [{ type: 'bot_command', offset: 0, length: token.length }] }, nextMessage++, keepFile);
       return deliverUpdate(update, chatId, messageId);
     },
     async redeliver(delivered) {

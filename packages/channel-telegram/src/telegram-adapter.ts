@@ -3,7 +3,7 @@ import type { ChannelLogger as Logger } from '@roster/contracts';
 import { ChannelError, downloadFile, telegramCommand, tooLargeText, type ChannelAdapter, type ChannelEvent, type ChannelStartOptions, type ChannelTarget } from '@roster/channels';
 import { maxFileBytes, type FileKind, type InboundFile } from '@roster/contracts';
 import { Telegraf, Telegram, TelegramError } from 'telegraf';
-import type { CallbackQuery, Message, MessageEntity, Update, UserFromGetMe } from 'telegraf/types';
+import type { CallbackQuery, MessageEntity, Update, UserFromGetMe } from 'telegraf/types';
 
 export interface TelegramAdapterOptions {
   /** The bot's token from BotFather. Never logged. */

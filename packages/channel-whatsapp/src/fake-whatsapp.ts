@@ -20,140 +20,41 @@
  * from the build.
  */
 import { randomBytes } from 'node:crypto';
-import { readFile, unlink } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Boom } from '@hapi/boom';
-import { fakePicture, type Delivered, type FakePlatform, type PlatformMessage, type PlatformUser, type SendAttempt, type SentRecord } from '@roster/channels/conformance';
+import { fakePicture, type Delivered, type PlatformMessage, type PlatformUser, type SendAttempt, type SentRecord } from '@roster/channels/conformance';
 import type { InstallationKey } from '@roster/config';
 import type { Database } from '@roster/db';
 import {
   buildPairingQRData,
   DisconnectReason,
-  encryptedStream,
   makeEventBuffer,
   proto,
   type AnyMessageContent,
   type AuthenticationCreds,
   type Contact,
-  type MediaType,
   type MiscMessageGenerationOptions,
-  type UserFacingSocketConfig,
   type WAMessage,
   type WAMessageKey,
   type WAPresence,
 } from 'baileys';
-import type { WhatsAppSocket, WhatsAppSocketFactory } from './connection.js';
+import type { WhatsAppSocketFactory } from './connection.js';
+import { startFakeMediaServer } from './fake-media-server.js';
+import type { FakeSocket, FakeWhatsApp, FakeWhatsAppOptions } from './fake-whatsapp-types.js';
 import { linkWhatsApp } from './link.js';
-import { createWhatsAppAdapter, type WhatsAppAdapterOptions } from './whatsapp-adapter.js';
+import { createWhatsAppAdapter } from './whatsapp-adapter.js';
+
+export type { MediaFields } from './fake-media-server.js';
+export type { FakeSocket, FakeWhatsApp, FakeWhatsAppOptions } from './fake-whatsapp-types.js';
 
 /** The bot's account: its number and its LID. */
 export const fakeBot = { number: '4915550000000', lid: '190000000000001', name: 'Roster' };
 const groupJid = '120363000000000001@g.us';
 
-export interface FakeSocket extends WhatsAppSocket {
-  readonly config: UserFacingSocketConfig;
-  readonly closed: boolean;
-}
-
-export interface FakeWhatsApp extends FakePlatform {
-  /** What the adapter makes its sockets with. */
-  readonly socketFactory: WhatsAppSocketFactory;
-  /** Every socket made, in order. */
-  readonly sockets: FakeSocket[];
-  /** The QR code the current socket shows, or null. */
-  currentQr(): string | null;
-  /** A phone scans the QR code shown now: WhatsApp pairs, then asks the device to restart. */
-  scan(): void;
-  /** The phone removes the linked device (WhatsApp closes with 401). */
-  logOut(): void;
-  /** The connection is lost (WhatsApp closes with 428). */
-  drop(): void;
-  /** The next `count` connections fail before opening (Infinity: until told 0). */
-  failConnects(count: number): void;
-  /** The messages marked read, in order. */
-  reads(): WAMessageKey[];
-  /** Presence updates the bot sent: `composing`, `paused`, with the chat. */
-  presences(): Array<{ type: WAPresence; jid: string }>;
-  /** Make an adapter against this far side (over `database`, sealed with `key`). */
-  makeAdapter(options?: Partial<WhatsAppAdapterOptions>): ReturnType<typeof createWhatsAppAdapter>;
-  /** Deliver a raw message as WhatsApp would. */
-  push(message: WAMessage): void;
-  /** Deliver a one-to-one message from `from` with this content (a media message built from `upload`'s fields), as baileys emits it. */
-  deliverContent(from: PlatformUser, content: proto.IMessage): Promise<Delivered>;
-  /** Emit a `messages.upsert` event with this data, whatever it holds, as baileys' emitter would. */
-  upsert(data: unknown): void;
-  /** The local server that answers as WhatsApp's media servers (`http://127.0.0.1:…`): what the adapter fetches media from. */
-  readonly mediaOrigin: string;
-  /** Encrypt bytes as a WhatsApp client does before it uploads them, and serve them: the media fields a message carries. */
-  upload(data: Uint8Array, media: MediaType): Promise<MediaFields>;
-  /** WhatsApp's media server no longer has this file (it answers 410 Gone). */
-  expire(directPath: string): void;
-  /** The media paths fetched, in order. */
-  downloads(): string[];
-}
-
-/** What a media message carries about its file: where it is, the key that opens it, its hashes and length. */
-export interface MediaFields {
-  url: string;
-  directPath: string;
-  mediaKey: Uint8Array;
-  fileSha256: Uint8Array;
-  fileEncSha256: Uint8Array;
-  fileLength: number;
-  mediaKeyTimestamp: number;
-}
-
-/** The path segment WhatsApp's media servers use for each kind (`/v/t62.7118-24/…` for an image). */
-const mediaPaths: Partial<Record<MediaType, string>> = { image: 't62.7118-24', audio: 't62.7117-24', ptt: 't62.7117-24', document: 't62.7119-24', sticker: 't62.15575-24', video: 't62.7161-24' };
-
-export interface FakeWhatsAppOptions {
-  database: Database;
-  key: InstallationKey;
-  account?: string;
-  /** QR codes one pairing shows before WhatsApp ends it (default 6, as WhatsApp's refs). */
-  qrCodes?: number;
-  /** How long each QR code lives (default 20 s). */
-  qrMs?: number;
-}
-
 export async function startFakeWhatsApp(options: FakeWhatsAppOptions): Promise<FakeWhatsApp> {
   const sockets: FakeSocket[] = [];
-  const stored = new Map<string, Buffer>();
-  const expired = new Set<string>();
-  const downloads: string[] = [];
-  // WhatsApp's media servers: the encrypted bytes at their path; 404 for one never uploaded, 410 for one expired.
-  const mediaServer = createServer((request, response) => {
-    const path = new URL(request.url ?? '/', 'http://media').pathname;
-    const body = stored.get(path);
-    if (request.method !== 'GET' || body === undefined) return void response.writeHead(404).end();
-    if (expired.has(path)) return void response.writeHead(410).end();
-    downloads.push(path);
-    response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': body.byteLength }).end(body);
-  });
-  await new Promise<void>((resolve) => mediaServer.listen(0, '127.0.0.1', resolve));
-  const mediaOrigin = `http://127.0.0.1:${(mediaServer.address() as AddressInfo).port}`;
-  let uploads = 0;
-
-  async function upload(data: Uint8Array, media: MediaType): Promise<MediaFields> {
-    // What a WhatsApp client does before uploading: baileys' own encryption (a fresh media key, AES-CBC, an HMAC, the hashes).
-    const encrypted = await encryptedStream(Buffer.from(data), media);
-    const bytes = await readFile(encrypted.encFilePath);
-    await unlink(encrypted.encFilePath);
-    uploads += 1;
-    const path = `/v/${mediaPaths[media] ?? 't62.7119-24'}/${100000 + uploads}_${randomBytes(6).readUIntBE(0, 6)}_n.enc`;
-    stored.set(path, bytes);
-    const directPath = `${path}?ccb=11-4&oh=01_${randomBytes(16).toString('hex')}&oe=${(Math.floor(Date.now() / 1000) + 14 * 86_400).toString(16).toUpperCase()}&_nc_sid=5e03e0`;
-    return {
-      url: `https://mmg.whatsapp.net${directPath}&mms3=true`,
-      directPath,
-      mediaKey: encrypted.mediaKey,
-      fileSha256: encrypted.fileSha256,
-      fileEncSha256: encrypted.fileEncSha256,
-      fileLength: encrypted.fileLength,
-      mediaKeyTimestamp: Math.floor(Date.now() / 1000),
-    };
-  }
+  const media = await startFakeMediaServer();
+  const { upload } = media;
+  const mediaOrigin = media.origin;
   const sent: SentRecord[] = [];
   const attempts: SendAttempt[] = [];
   const typing: string[] = [];
@@ -358,8 +259,8 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions): Promise<F
     socketFactory,
     mediaOrigin,
     upload,
-    expire: (directPath) => void expired.add(new URL(directPath, mediaOrigin).pathname),
-    downloads: () => [...downloads],
+    expire: media.expire,
+    downloads: media.downloads,
     upsert(data) {
       if (current === undefined || current.socket.closed) throw new Error('no open WhatsApp connection to deliver to');
       current.socket.ev.emit('messages.upsert', data as never);
@@ -430,8 +331,7 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions): Promise<F
     },
     async close() {
       for (const socket of sockets) if (!socket.closed) await socket.end(undefined);
-      mediaServer.closeAllConnections();
-      await new Promise<void>((resolve) => mediaServer.close(() => resolve()));
+      await media.close();
     },
   };
   return fake;

@@ -1,4 +1,5 @@
-export { createWhatsAppAdapter, approvalCode, toChannelError, whatsappTextLimit, type WhatsAppAdapterOptions } from './whatsapp-adapter.js';
+export { createWhatsAppAdapter, approvalCode, whatsappTextLimit, type WhatsAppAdapterOptions } from './whatsapp-adapter.js';
+export { toChannelError } from './channel-errors.js';
 export { makeBaileysSocket, type WhatsAppSocket, type WhatsAppSocketFactory } from './connection.js';
 export { linkWhatsApp, type LinkWhatsAppOptions } from './link.js';
 export { phoneOf, readWhatsAppLink, WhatsAppSessionStore, type WhatsAppLink, type WhatsAppLinkStatus } from './session-store.js';

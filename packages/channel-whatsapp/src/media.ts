@@ -5,7 +5,7 @@ import { maxFileBytes, type FileKind, type InboundFile } from '@roster/contracts
 import { downloadContentFromMessage, toNumber, type MediaType, type proto } from 'baileys';
 
 /** Where WhatsApp's media servers answer when a message names none of theirs (baileys' `DEF_MEDIA_HOST`). */
-export const whatsappMediaOrigin = 'https://mmg.whatsapp.net';
+const whatsappMediaOrigin = 'https://mmg.whatsapp.net';
 
 /** The fields every WhatsApp media message carries: where its encrypted bytes are, the key that opens them, their hash and size. */
 interface MediaContent {
@@ -147,7 +147,7 @@ export async function fetchAttachment(attachment: Attachment, options: { origin?
  * a path that leaves the server) is not fetched: a message is written by
  * its sender's client, and the gateway fetches only from WhatsApp.
  */
-export function mediaUrl(content: MediaContent, origin?: string): string | null {
+function mediaUrl(content: MediaContent, origin?: string): string | null {
   const given = typeof content.url === 'string' ? parsed(content.url) : undefined;
   const fromWhatsApp = given !== undefined && given.protocol === 'https:' && /(^|\.)whatsapp\.net$/.test(given.hostname);
   const base = new URL(origin ?? (fromWhatsApp ? given.origin : whatsappMediaOrigin));

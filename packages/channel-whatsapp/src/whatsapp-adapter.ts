@@ -9,8 +9,6 @@ import {
   isJidGroup,
   isJidNewsletter,
   isJidStatusBroadcast,
-  isLidUser,
-  isPnUser,
   jidDecode,
   jidNormalizedUser,
   normalizeMessageContent,
@@ -20,6 +18,8 @@ import {
   type proto,
 } from 'baileys';
 import { safeError, WhatsAppConnection, type WhatsAppSocket, type WhatsAppSocketFactory } from './connection.js';
+import { rateLimitWaitMs, toChannelError } from './channel-errors.js';
+import { chatJidOf, handleOf, toJid, withoutMentions } from './jids.js';
 import { fetchAttachment, mediaOf, type Attachment } from './media.js';
 import { WhatsAppSessionStore } from './session-store.js';
 
@@ -54,8 +54,7 @@ export interface WhatsAppAdapterOptions {
  */
 export const whatsappTextLimit = 4096;
 
-/** WhatsApp gives no wait with a rate-overlimit: the first wait, doubled while it lasts. */
-const rateLimitWaitMs = 2000;
+/** The longest a rate-overlimit wait grows to: it doubles from `rateLimitWaitMs` while the limit lasts. */
 const maxRateLimitWaitMs = 60_000;
 /** WhatsApp shows "typing…" until told otherwise; Roster refreshes it every 4 s while answering. */
 const typingLapseMs = 8000;
@@ -381,62 +380,4 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 /** The short code an owner types to decide: the approval id's first six hex digits. */
 export function approvalCode(approvalId: string): string {
   return approvalId.replace(/-/g, '').slice(0, 6).toUpperCase();
-}
-
-/** A person's handle: their number (`+4915…`) where WhatsApp tells it, else their LID (`…@lid`). */
-function handleOf(jid: string, alt: string | undefined): string {
-  const number = [jid, alt].find((candidate) => candidate !== undefined && isPnUser(candidate) === true);
-  if (number !== undefined) return `+${jidDecode(number)!.user}`;
-  return jidNormalizedUser(jid);
-}
-
-/** The one-to-one chat's stable id: the number's jid where known, so a chat addressed by LID is the same conversation. */
-function chatJidOf(jid: string, alt: string | undefined): string {
-  const number = [jid, alt].find((candidate) => candidate !== undefined && isPnUser(candidate) === true);
-  return jidNormalizedUser(number ?? jid);
-}
-
-/** A chat to send to: a jid, or a handle (`+4915…` becomes its jid). */
-function toJid(chatId: string): string {
-  const number = /^\+([0-9]{5,20})$/.exec(chatId);
-  if (number !== null) return `${number[1]}@s.whatsapp.net`;
-  if (isLidUser(chatId) === true || chatId.includes('@')) return chatId;
-  throw new ChannelError('unreachable', 'A WhatsApp chat is a number (+4915…) or a jid.');
-}
-
-/** The bot's @mentions taken out of a message (WhatsApp writes them as `@<number>` or `@<lid>`). */
-function withoutMentions(text: string, bot: { pn: string | undefined; lid: string | undefined }): string {
-  let result = text;
-  for (const jid of [bot.pn, bot.lid]) {
-    const user = jid === undefined ? undefined : jidDecode(jid)?.user;
-    if (user === undefined) continue;
-    result = result.replace(new RegExp(`(^|\\s)@${user}(?![0-9])[,:]?`, 'g'), '$1');
-  }
-  return result.replace(/[ \t]{2,}/g, ' ').trim();
-}
-
-/**
- * A failed call in Roster's terms. Baileys throws WhatsApp's error nodes as
- * Booms carrying the node's code (`data`): 429 rate-overlimit waits (WhatsApp
- * says not how long, so the wait doubles from 2 s); 401/403/404 (not
- * authorized, forbidden, item not found: a chat the account may not write to,
- * a number not on WhatsApp) cannot be reached; a closed connection may be
- * tried again.
- */
-export function toChannelError(what: string, error: unknown, waitMs = rateLimitWaitMs): ChannelError {
-  if (ChannelError.isChannelError(error)) return error;
-  const boom = error as { isBoom?: boolean; message?: string; data?: unknown; output?: { statusCode?: number } };
-  const code = typeof boom.data === 'number' ? boom.data : undefined;
-  const status = boom.output?.statusCode;
-  const text = boom.message ?? '';
-  if (code === 429 || status === 429 || text === 'rate-overlimit') {
-    return new ChannelError('rate-limited', `WhatsApp refused the ${what} as over its rate limit; waiting ${waitMs / 1000} s.`, { retryAfterMs: waitMs });
-  }
-  if (code === 401 || code === 403 || code === 404 || /^(not-authorized|forbidden|item-not-found|not-acceptable)$/.test(text)) {
-    return new ChannelError('unreachable', `WhatsApp will not deliver to this chat (${what}): ${text === '' ? String(code) : text}.`);
-  }
-  if (status === 428 || status === 408 || status === 503 || status === 440 || text === 'Connection Closed') {
-    return new ChannelError('failed', `WhatsApp's connection closed during the ${what}; it reconnects by itself.`, { retryable: true });
-  }
-  return new ChannelError('failed', `WhatsApp's ${what} failed${status === undefined ? '' : ` (${status})`}.`, { retryable: false });
 }

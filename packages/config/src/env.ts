@@ -9,12 +9,6 @@ import { isRedisUrl, parseRedisUrl } from './redis-url.js';
 /** How one environment variable is read, documented and shown. */
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
-const optionalText = z
-  .string()
-  .trim()
-  .transform((value) => (value === '' ? undefined : value))
-  .optional();
-
 const port = z.coerce.number().int().min(1).max(65_535);
 
 /** The names proxy-addr knows for address ranges, beside addresses and CIDR blocks. */

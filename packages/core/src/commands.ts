@@ -13,7 +13,7 @@ import type { TurnOptions } from './types.js';
  */
 export type CommandName = 'agents' | 'team' | 'memory' | 'forget' | 'help' | 'link';
 
-export const commandPattern = /^\/(agents|agent|team|memory|forget|help|link)(?:\s+([\s\S]*))?$/u;
+const commandPattern = /^\/(agents|agent|team|memory|forget|help|link)(?:\s+([\s\S]*))?$/u;
 
 /** A command in a message's text, or null when the text is not one. `/agent` alone lists the agents. */
 export function parseCommand(text: string): { name: CommandName; words: string } | null {

@@ -2,7 +2,7 @@ import type { Logger } from '@roster/config';
 import type { Database, Scope } from '@roster/db';
 import { maxTextLength, type Actor, type Fact, type Memory, type Provenance, type SearchResult } from '@roster/memory';
 import type { Agent, Channel, Directory, Person } from './directory.js';
-import type { Engine, EngineFile, EnginePart, EngineToolCall, InboundMessage } from '@roster/contracts';
+import type { Engine, EnginePart, EngineToolCall, InboundMessage } from '@roster/contracts';
 import type { LearningSignal } from './signals.js';
 import type { PersonErasure } from './person-erase.js';
 import type { PersonExport } from './person-export.js';

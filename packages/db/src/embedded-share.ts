@@ -26,7 +26,7 @@ import { dataDirHolder } from './data-dir-lock.js';
  */
 
 /** The file name node-postgres looks for in a socket folder, for port 5432. */
-export const embeddedSocketName = '.s.PGSQL.5432';
+const embeddedSocketName = '.s.PGSQL.5432';
 /** Unix socket paths longer than this do not fit the kernel's limit. */
 export const maxSocketPath = 100;
 /**

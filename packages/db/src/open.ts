@@ -86,7 +86,7 @@ export async function openPglite(dataDir: string, options: { image?: Blob } = {}
  * What to do when the embedded database does not open. Never "start afresh":
  * a full disk or a permission looks like damage, and the data is still there.
  */
-export function whatToDo(error: unknown): string {
+function whatToDo(error: unknown): string {
   const message = `${(error as { code?: unknown }).code ?? ''} ${(error as Error).message ?? ''}`;
   if (/ENOSPC|no space left/i.test(message)) return 'The disk is full: free some space and run this again. Nothing in the folder is lost.';
   if (/EACCES|EPERM|permission denied/i.test(message)) return 'This account may not use its files: run Roster as the account that owns the folder. Nothing in the folder is lost.';

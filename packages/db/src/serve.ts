@@ -14,7 +14,7 @@ import { startPasswordGate, type PasswordGate } from './password-gate.js';
 import { pglitePool } from './pglite-connection.js';
 
 /** The user name in the served connection string; the gate accepts no other. */
-export const servedUser = 'roster';
+const servedUser = 'roster';
 
 export interface ServedDatabase {
   /** A connection string for psql, a second Roster process, or an operator; it holds the password. */

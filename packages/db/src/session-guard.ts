@@ -237,7 +237,7 @@ const wordPart = /[A-Za-z0-9_$\u0080-\uffff]/;
  * and single-character symbols. An unterminated quote or comment runs to the
  * end, as the database would refuse it anyway.
  */
-export function tokenize(sql: string): Token[] {
+function tokenize(sql: string): Token[] {
   const tokens: Token[] = [];
   let at = 0;
   const length = sql.length;

@@ -11,7 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { fakeUsage, type FakeProvider } from './fake-providers.js';
 
-export interface ConformanceSubject {
+interface ConformanceSubject {
   readonly fake: FakeProvider;
   /** The API key the engine sends; no error message may contain it. */
   readonly apiKey: string;

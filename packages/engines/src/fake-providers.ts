@@ -8,7 +8,7 @@ import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'nod
 import type { AddressInfo } from 'node:net';
 
 /** One answer to one model call, in provider-neutral terms; each wire renders it its own way. */
-export type ScriptedAnswer =
+type ScriptedAnswer =
   | { type: 'text'; chunks: readonly string[] }
   /** A tool call, after the text chunks of `before` when given. */
   | { type: 'tool-call'; toolName: string; input: unknown; before?: readonly string[] }
@@ -16,7 +16,7 @@ export type ScriptedAnswer =
   /** Accepts the request and never answers. */
   | { type: 'hang' };
 
-export interface RecordedRequest {
+interface RecordedRequest {
   method: string;
   path: string;
   headers: IncomingHttpHeaders;

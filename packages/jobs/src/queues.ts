@@ -32,7 +32,7 @@ export interface QueueSet {
  * works again, even after Redis returns. Callers bound their own wait
  * instead (the relay does). A ready-made client is used as it is.
  */
-export function producerConnection(connection: ConnectionOptions): ConnectionOptions {
+function producerConnection(connection: ConnectionOptions): ConnectionOptions {
   // BullMQ's own test for a client instance rather than options.
   if (['connect', 'disconnect', 'duplicate'].every((method) => typeof (connection as unknown as Record<string, unknown>)[method] === 'function')) return connection;
   // A cluster client keeps its offline queue at the top: its nodes' own connections are made on their first command, which they must hold until then.

@@ -5,7 +5,7 @@ import { toSql } from 'pgvector';
 import type { Embedder } from './embedders/index.js';
 
 /** pgvector indexes `vector` columns of up to 2,000 dimensions with HNSW. */
-export const maxIndexedDimensions = 2000;
+const maxIndexedDimensions = 2000;
 
 /** A model's vectors are compared through this expression, so that its partial index applies. */
 export function vectorExpression(dimensions: number, column = 'fe.embedding'): string {

@@ -53,7 +53,7 @@ export function isBelievedNow(fact: Fact, now: Date): boolean {
 }
 
 /** The last version of the chain the fact belongs to: the fact itself when nothing replaced it. */
-export async function latestVersion(tx: ScopedTransaction, factId: string): Promise<Fact> {
+async function latestVersion(tx: ScopedTransaction, factId: string): Promise<Fact> {
   const { rows } = await tx.query<FactRow>(
     `with recursive forward as (
        select f.id, coalesce(f.superseded_by, f.restated_as) as next, 0 as depth from facts f where f.id = $1

@@ -1,6 +1,5 @@
 import type { InstallationKey } from '@roster/config';
 import type { Person } from '@roster/core';
-import { RosterError } from '@roster/errors';
 import { createRuntime, type Runtime } from '@roster/runtime';
 import type { CommandIo } from '../io.js';
 import { openKeyedRuntime, type Runtime as ProcessRuntime } from '../runtime.js';

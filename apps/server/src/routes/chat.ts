@@ -8,7 +8,7 @@ import { ApiError, describeError } from '../errors.js';
 import { nameParam, showMemoryUsed } from '../schemas.js';
 
 /** Turns one person may have streaming at once; past it, 429. */
-export const maxStreamsPerPerson = 2;
+const maxStreamsPerPerson = 2;
 
 const eventStreamDescription = [
   'Server-sent events:',

@@ -61,7 +61,7 @@ export function replace(parent: Element, ...children: Child[]): void {
 
 let counter = 0;
 /** A fresh id for tying a label to its control. */
-export function uid(prefix: string): string {
+function uid(prefix: string): string {
   counter += 1;
   return `${prefix}-${counter}`;
 }

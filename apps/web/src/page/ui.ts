@@ -48,11 +48,6 @@ export function outcome(): { element: HTMLElement; say(text: string): void; fail
   };
 }
 
-/** A page-level error in place of the content. */
-export function failed(root: HTMLElement, error: unknown): void {
-  replace(root, h('p', { class: 'outcome error', role: 'alert' }, errorText(error)));
-}
-
 export function loading(root: HTMLElement, what: string): void {
   replace(root, h('p', { class: 'loading', 'aria-busy': 'true' }, `Loading ${what}…`));
 }

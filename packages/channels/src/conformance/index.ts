@@ -1,3 +1,4 @@
-export { describeChannelConformance, until } from './suite.js';
+export { until } from './context.js';
+export { describeChannelConformance } from './suite.js';
 export { fakePicture } from './harness.js';
 export type { ChannelHarness, Delivered, FakePlatform, PlatformAttachment, PlatformMessage, PlatformUser, SendAttempt, SentRecord } from './harness.js';

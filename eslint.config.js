@@ -1,0 +1,89 @@
+// Lint for the whole repository: the rules the codebase already keeps, checked.
+// Formatting is not linted here (no style rules): only defects and limits.
+import { defineConfig } from 'eslint/config';
+import tseslint from 'typescript-eslint';
+
+const sourceFiles = ['packages/*/src/**/*.ts', 'apps/*/src/**/*.ts', 'tests/**/*.ts'];
+
+export default defineConfig(
+  {
+    ignores: ['**/node_modules/**', '**/dist/**', 'tests/artifacts/**', '.turbo/**', '.roster/**'],
+  },
+  {
+    files: sourceFiles,
+    languageOptions: {
+      parser: tseslint.parser,
+      parserOptions: {
+        // Each file is checked against its own package's tsconfig.json.
+        project: ['tsconfig.eslint.json'],
+        tsconfigRootDir: import.meta.dirname,
+      },
+    },
+    linterOptions: { reportUnusedDisableDirectives: 'error' },
+    plugins: { '@typescript-eslint': tseslint.plugin },
+    rules: {
+      // A promise nobody awaits loses its error; fire-and-forget is written `void`, with a reason.
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        {
+          args: 'after-used',
+          argsIgnorePattern: '^_',
+          varsIgnorePattern: '^_',
+          caughtErrors: 'none',
+          ignoreRestSiblings: true,
+        },
+      ],
+      // Real lines, as `wc -l` counts them: blank lines and comments count.
+      'max-lines': ['error', { max: 400, skipBlankLines: false, skipComments: false }],
+    },
+  },
+  {
+    // The web page is built by Vite against its own tsconfig (DOM, bundler resolution).
+    files: ['apps/web/src/page/**/*.ts'],
+    languageOptions: {
+      parserOptions: {
+        projectService: false,
+        project: ['apps/web/tsconfig.page.json'],
+        tsconfigRootDir: import.meta.dirname,
+      },
+    },
+  },
+  {
+    // Products log through pino; the CLI speaks through its own writer (below).
+    files: ['packages/*/src/**/*.ts', 'apps/*/src/**/*.ts'],
+    rules: {
+      'no-console': 'error',
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "MemberExpression[object.object.name='process'][object.property.name=/^std(out|err)$/][property.name='write']",
+          message: 'Log through pino; only the CLI writer prints to the terminal.',
+        },
+      ],
+    },
+  },
+  {
+    // The CLI's output is the product: its writer (out/err) and its signal notices print to the terminal.
+    files: ['apps/cli/src/main.ts'],
+    rules: { 'no-restricted-syntax': 'off' },
+  },
+  {
+    // TEMPORARY: these files are being edited in other branches right now; each is to be split
+    // below 400 lines when that work lands, and this override removed.
+    files: [
+      'packages/memory/src/memory.ts',
+      'packages/channel-discord/src/discord-adapter.ts',
+      'packages/channel-discord/src/fake-discord.ts',
+      'packages/core/src/turn.ts',
+      'packages/core/src/conversation-store.ts',
+    ],
+    rules: { 'max-lines': 'off' },
+  },
+  {
+    // TEMPORARY: cross-package tests and benchmarks still over 400 lines, to be split next
+    // (each by its describe blocks or its benchmark sections); remove each entry once split.
+    files: ['tests/api.test.ts', 'tests/web-browser.test.ts', 'tests/bench/jobs.ts', 'tests/bench/retrieval.ts', 'tests/bench/turns.ts'],
+    rules: { 'max-lines': 'off' },
+  },
+);
