@@ -91,6 +91,7 @@ export const forgetPlaces: Readonly<Record<string, ForgetReach>> = {
   'channel_leases.channel': enumeration,
   'channel_leases.account': noWords('a channel account id'),
   'channel_leases.holder': noWords('the name of the gateway process holding the account (host, process id, a random suffix)'),
+  'channel_leases.last_error': noWords('why a gateway let the bot account go: the platform’s error or a start failure, with the channel’s settings taken out; never a message'),
   'gateway_presence.channel': enumeration,
   'gateway_presence.holder': noWords('the name of a gateway process standing for the channel (host, process id, a random suffix)'),
   'refused_messages.account': noWords('a channel account id'),
