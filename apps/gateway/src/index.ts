@@ -15,8 +15,6 @@ import { listenForWebhooks } from './webhooks.js';
 import { createShardCounts, fairShare, unitsOf, type Unit } from './units.js';
 
 export { channelHost, checkChannels, type ChannelCheck } from './checks.js';
-
-export { channelHost, checkChannels, type ChannelCheck } from './check.js';
 export { createLeaseStore, leaseHolderName, type HeldLease, type LeaseHolder, type LeaseStore } from './lease.js';
 export { describeAccounts, holderParts, type AccountReport } from './accounts.js';
 export { channelStates, serverAddress, type ChannelConfig, type ChannelState, type OpenedCredentials, type StoredBinding, type StoredSettings } from './settings.js';

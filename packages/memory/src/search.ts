@@ -7,7 +7,7 @@ import { parseSearchSource, searchExpression } from './search-statement.js';
 
 export { keptFactCountFrom, ScopeSizeCache } from './scope-sizes.js';
 import { validateText } from './text.js';
-import { readableTrust, type SearchResult, type Trust } from './types.js';
+import { readableTrust, type Fact, type SearchResult, type Trust } from './types.js';
 import { isBelievedNow } from './versions.js';
 import { clears, relevanceFloor, weightsOf, type RelevanceFloor } from './relevance.js';
 
