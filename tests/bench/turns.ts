@@ -25,19 +25,19 @@ import type { AddressInfo } from 'node:net';
 import { createLogger, parseConfig } from '@roster/config';
 import { testInstallationKey } from '@roster/config/testing';
 import type { Agent, Engine, EngineTool, InboundMessage, Person } from '@roster/core';
-import { migrate, openEmbeddedDatabase, type Database, type Scope, type ScopedTransaction, type Transaction } from '@roster/db';
+import { migrate, openEmbeddedDatabase, type Database, type Scope } from '@roster/db';
 import { openTestDatabase } from '@roster/db/testing';
 import { createOfflineEngine } from '@roster/engines';
 import { createHashingEmbedder } from '@roster/memory';
 import { createRuntime, type Runtime } from '@roster/runtime';
 import { createServer } from '@roster/server';
 import { bulkLoadFacts } from './bulk-load.js';
-import { formatMs, mean, percentile, progress, type BenchmarkReport, type ResultTable } from './report.js';
-import { applyStatistics, roundOrder, statisticsConfigurations, statisticsLabels, wordColumns, type StatisticsConfiguration } from './statistics.js';
+import { formatMs, percentile, progress, type BenchmarkReport } from './report.js';
+import { applyStatistics, roundOrder, statisticsConfigurations, statisticsLabels, type StatisticsConfiguration } from './statistics.js';
 import { createFact, createRandom, createVocabulary, paraphrase } from './synthetic.js';
 import { chat, signIn, type WebSession } from './web.js';
 import { countStatements, type StatementCounter, type StatementTimings } from './turn-statements.js';
-import { buildReport, buildStatisticsReport, doors, kindOf, poolRuns, warmUpTurns, type Door, type Options, type RunResult, type TurnRecord } from './turns-report.js';
+import { buildReport, buildStatisticsReport, doors, kindOf, warmUpTurns, type Door, type Options, type RunResult, type TurnRecord } from './turns-report.js';
 
 export const title = 'Turns: latency, throughput and the core’s share of a conversation turn';
 
