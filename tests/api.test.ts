@@ -317,4 +317,4 @@ describe('errors', () => {
   });
 });
 
-answeredNoStack(1000);
+answeredNoStack(150);
