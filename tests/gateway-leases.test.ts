@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { until } from '@roster/channels/conformance';
-import { startFakeTelegram, type FakeTelegram } from '@roster/channel-telegram/testing';
+import { startFakeTelegram } from '@roster/channel-telegram/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort, runRoster, startRoster, tempDataDir, type RunningRoster } from './support/roster-process.js';
 import { repliesIn } from './support/replies.js';

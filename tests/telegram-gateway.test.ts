@@ -5,7 +5,7 @@ import { until } from '@roster/channels/conformance';
 import { pairingHint } from '@roster/core';
 import { migrate, openEmbeddedDatabase } from '@roster/db';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startFakeTelegram, type FakeTelegram } from '@roster/channel-telegram/testing';
+import { startFakeTelegram } from '@roster/channel-telegram/testing';
 import { freePort, runRoster, startRoster, tempDataDir, type RunningRoster } from './support/roster-process.js';
 import { repliesIn } from './support/replies.js';
 

@@ -25,7 +25,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { InstallationKey } from '@roster/config';
 import { migrate, openEmbeddedDatabase, type Database, type Transaction } from '@roster/db';
-import { relayOutbox } from '@roster/jobs';
 import { contentHash, createAuditLog, fade, fadeBatchStatement, protectedCategories, type MemoryEvent } from '@roster/memory';
 import { createScopes } from './bulk-load.js';
 import { formatDuration, progress, type BenchmarkReport } from './report.js';

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { until } from '@roster/channels/conformance';
-import { startFakeTelegram, type FakeTelegram } from '@roster/channel-telegram/testing';
+import { startFakeTelegram } from '@roster/channel-telegram/testing';
 import { connectionFromUrl, createQueues } from '@roster/jobs';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { requireServerUrl, serverInstallation } from '../support/installation.js';

@@ -335,7 +335,6 @@ const commands: Command[] = [
   },
 ];
 
-
 /** The group a first word names (`agent`, `memory`, …): its commands, or none. */
 function groupOf(word: string | undefined): Command[] {
   return commands.filter((candidate) => candidate.path.length > 1 && candidate.path[0] === word);

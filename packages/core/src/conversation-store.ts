@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { enqueue, isUuid, outboxInsertSql, outboxRows, type Database, type EraseJob, type OutboxJob, type Scope, type ScopedTransaction, type Transaction } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { redactSecrets } from '@roster/memory';
-import type { Channel, Person } from './directory.js';
+import type { Channel } from './directory.js';
 import type { StoredMessage } from './prompt.js';
 import { routeInbound, type RouteInput, type Routed } from './route.js';
 import type { MessageFence, SourceMessage, TranscriptLine } from './types.js';
