@@ -4,10 +4,10 @@ import { statisticsConfigurations, statisticsLabels, wordColumns, type Statistic
 import type { StatementTimings } from './turn-statements.js';
 
 /** The core's own share at p50, one conversation at a time, 10k facts, embedded database. */
-export const targetCoreMs = 10;
+const targetCoreMs = 10;
 /** A turn's round trips: route and store, read the prompt, store the reply (issue 21). */
-export const targetTransactions = 3;
-export const targetStatements = 15;
+const targetTransactions = 3;
+const targetStatements = 15;
 export const warmUpTurns = 6;
 export const doors = ['core.handle', 'POST /api/chat'] as const;
 export type Door = (typeof doors)[number];
@@ -35,7 +35,7 @@ export interface TurnRecord {
 }
 
 export type TurnKind = 'remember' | 'recall' | 'talk';
-export const turnKinds: readonly TurnKind[] = ['talk', 'remember', 'recall'];
+const turnKinds: readonly TurnKind[] = ['talk', 'remember', 'recall'];
 
 /** The kind of the message `messageFor` writes for turn number `turn`. */
 export function kindOf(turn: number): TurnKind {
@@ -175,7 +175,7 @@ export function buildReport(results: RunResult[], options: Options, server: bool
 
 
 /** The runs of one row and configuration, every round's turns together. */
-export function poolRuns(runs: RunResult[]): RunResult {
+function poolRuns(runs: RunResult[]): RunResult {
   const first = runs[0]!;
   const timings: StatementTimings | undefined = first.timings === undefined ? undefined : { statements: new Map(), transactionMs: 0 };
   for (const run of runs) {
