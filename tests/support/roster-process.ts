@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { clusterTemplateDir } from '@roster/db/testing';
 
 /** The `roster` command as a user runs it: the bin file of apps/cli. */
-const rosterBin = fileURLToPath(new URL('../../apps/cli/bin/roster.js', import.meta.url));
+export const rosterBin = fileURLToPath(new URL('../../apps/cli/bin/roster.js', import.meta.url));
 
 export interface RunResult {
   code: number | null;
@@ -16,7 +16,7 @@ export interface RunResult {
 }
 
 /** An environment without any Roster variable of the machine, plus `extra`. */
-function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+export function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const name of ['PATH', 'HOME', 'LANG', 'TMPDIR']) if (process.env[name] !== undefined) env[name] = process.env[name];
   return { ...env, LOG_LEVEL: 'warn', ...extra };

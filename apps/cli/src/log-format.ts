@@ -17,7 +17,7 @@ function shown(value: unknown): string {
  * the other fields as key=value; an error by its message. A line that is not
  * JSON is passed through.
  */
-export function terminalLine(json: string): string {
+function terminalLine(json: string): string {
   let entry: Record<string, unknown>;
   try {
     entry = JSON.parse(json) as Record<string, unknown>;

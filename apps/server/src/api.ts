@@ -34,7 +34,6 @@ export interface RouteDefinition<Params, Query, Body> {
   handle(input: RouteInput<Params, Query, Body>): Promise<unknown>;
 }
 
-export { errorSchema };
 
 const errorDescriptions: Readonly<Record<number, string>> = {
   400: 'Invalid input: the message says which field and why.',

@@ -15,7 +15,7 @@ export const bullBoardPath = '/admin/queues';
  * API, nothing from elsewhere, and no framing. Its `<base href>` is its own
  * address, so `base-uri` is 'self' (the web page's shell has none).
  */
-export const bullBoardPolicy =
+const bullBoardPolicy =
   "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'";
 
 /**
@@ -25,7 +25,7 @@ export const bullBoardPolicy =
  * with its "Loading" placeholder drawn without inline styles, which the
  * policy above refuses.
  */
-export function localBoardPage(html: string): string {
+function localBoardPage(html: string): string {
   return html
     .replace(/<link[^>]+href="https?:\/\/[^"]*"[^>]*>\s*/g, '')
     .replace(/<div id="root">[\s\S]*?<\/div>\s*(?=<script)/, '<div id="root"><p>Loading…</p></div>\n');

@@ -3,7 +3,7 @@ import type { Fact, SearchResult } from '@roster/memory';
 import { memoryUsedSchema, sourceMessageSchema } from '@roster/api';
 import { z } from 'zod';
 
-export { agentSchema, factSchema, memoryUsedSchema, okSchema, personRefSchema, personSchema, provenanceSchema, sourceMessageSchema, toolCallSchema } from '@roster/api';
+export { agentSchema, factSchema, memoryUsedSchema, okSchema, personSchema, sourceMessageSchema } from '@roster/api';
 
 const iso = (date: Date): string => date.toISOString();
 const isoOrNull = (date: Date | null): string | null => (date === null ? null : date.toISOString());

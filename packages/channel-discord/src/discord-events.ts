@@ -65,7 +65,7 @@ export function toEvent(message: Message, { bot, account, boundChannels }: Event
  * Discord announced larger is refused before anything is fetched. Videos
  * are skipped.
  */
-export async function fetchFiles(attachments: readonly Attachment[], media: ChannelEvent['media'], signal: AbortSignal) {
+async function fetchFiles(attachments: readonly Attachment[], media: ChannelEvent['media'], signal: AbortSignal) {
   const files: InboundFile[] = [];
   const skipped: ChannelEvent['media'] = [];
   for (const [index, attachment] of attachments.entries()) {

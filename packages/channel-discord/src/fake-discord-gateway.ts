@@ -24,8 +24,6 @@ interface Connection {
   heartbeats: Set<(sequence: number | null) => void>;
 }
 
-export type FakeGateway = ReturnType<typeof startGateway>;
-
 /** The gateway on `server`'s port (upgraded to a WebSocket), over `world`. */
 export function startGateway(server: http.Server, world: World, gatewayUrl: () => string) {
   const connections = new Set<Connection>();

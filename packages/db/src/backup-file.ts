@@ -13,7 +13,7 @@ import { RosterError } from '@roster/errors';
  * ciphertext, 16-byte tag; the two first lines are its additional data, so a
  * changed header does not open either), or left plain when asked.
  */
-export const backupMagic = 'ROSTER-BACKUP 1';
+const backupMagic = 'ROSTER-BACKUP 1';
 export const backupFormatVersion = 1;
 /** The purpose the backup key is derived for (HKDF info): no other use of the installation key opens a backup. */
 const backupKeyPurpose = 'roster/backup/v1';

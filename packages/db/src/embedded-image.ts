@@ -20,7 +20,7 @@ import { RosterError } from '@roster/errors';
  */
 
 /** The image socket's name: as long as the database's own, so a folder that can be shared can also be backed up. */
-export const imageSocketName = '.s.ROSTER.img';
+const imageSocketName = '.s.ROSTER.img';
 
 /** Entries of the folder that belong to the running host, not to the database: left out of a restore. */
 export const hostOnlyEntries: ReadonlySet<string> = new Set(['.s.PGSQL.5432', '.s.PGSQL.5432.lock', imageSocketName, 'roster.lock']);
@@ -97,7 +97,7 @@ export function requestImage(dataDir: string): Promise<Buffer> {
 }
 
 /** A tar (ustar) of `folder`'s folders and regular files, leaving out what belongs to the running host. */
-export function tarFolder(folder: string): Buffer {
+function tarFolder(folder: string): Buffer {
   const blocks: Buffer[] = [];
   const walk = (relative: string) => {
     for (const entry of fs.readdirSync(path.join(folder, relative), { withFileTypes: true })) {

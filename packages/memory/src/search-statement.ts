@@ -24,7 +24,7 @@ export interface SearchStatementInput {
 }
 
 /** One arm's hit as read: its id, its rank (1 is best), its score or distance and, for full text, its own score. */
-export interface ArmHit {
+interface ArmHit {
   id: string;
   rank: number;
   value: number;

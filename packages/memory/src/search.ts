@@ -119,7 +119,7 @@ export function anyWordQuery(text: string): string | null {
   return words.map((word) => `'${word}'`).join(' | ');
 }
 
-export function estimateTokens(text: string): number {
+function estimateTokens(text: string): number {
   return Math.ceil(text.length / 4) + 3;
 }
 

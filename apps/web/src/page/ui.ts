@@ -156,7 +156,7 @@ export async function listAgents(all = false): Promise<Agent[]> {
 const lastAgentKey = 'roster.last-agent';
 
 /** The agent this browser last chatted with or chose, if the storage can be read. */
-export function lastAgent(): string | null {
+function lastAgent(): string | null {
   try {
     return localStorage.getItem(lastAgentKey);
   } catch {

@@ -119,7 +119,7 @@ function versionTimes(version: FactVersion, forgottenAt: string | undefined): Ch
 }
 
 /** The versions of a fact, oldest first; a forgotten one is a tombstone without content. */
-export function timeline(view: MemoryView, versions: FactVersion[], forgottenAt?: string): HTMLElement {
+function timeline(view: MemoryView, versions: FactVersion[], forgottenAt?: string): HTMLElement {
   const ordered = [...versions].sort((a, b) => a.fact.recordedAt.localeCompare(b.fact.recordedAt));
   return h(
     'section',
