@@ -105,8 +105,12 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     ...(options.turnObserver === undefined ? {} : { observer: options.turnObserver }),
   });
-  const checkEngine = (reference: string, agentName = 'check'): Engine =>
-    engineFor({ id: 'check', name: agentName, job: 'check', instructions: '', engine: reference, status: 'active', createdAt: new Date(0) });
+  const checkEngine = (reference: string, agentName = 'check'): Engine => {
+    const engine = engineFor({ id: 'check', name: agentName, job: 'check', instructions: '', engine: reference, status: 'active', createdAt: new Date(0) });
+    // A check is no agent: its engine is not kept, else the next check would speak under this one's name.
+    engines.delete(`check:${reference}`);
+    return engine;
+  };
   return { embedder, memory, core, engineFor, judgeFor, checkEngine };
 }
 export { auditHeads, replayForgets, schemaVersion, takeBackup, takeNightlyBackup, type ReplayReport, type TakeBackupOptions } from './backup.js';
