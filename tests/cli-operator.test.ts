@@ -60,10 +60,10 @@ describe('version and help', () => {
     const commands = [
       'start', 'server', 'worker', 'gateway', 'migrate', 'db serve', 'agent add', 'agent list', 'agent archive', 'agent restore',
       'agent rename', 'agent purge', 'person add', 'person list', 'person link-code', 'person export', 'person forget', 'chat', 'memory list', 'memory forget',
-      'memory history', 'jobs run', 'mirror report', 'approvals', 'lessons', 'audit head', 'audit verify', 'login-link', 'doctor',
+      'memory history', 'jobs run', 'mirror report', 'approvals', 'lessons', 'audit head', 'audit verify', 'login-link', 'doctor', 'backup', 'restore',
     ];
     for (const command of commands) expect(overview.stdout).toContain(`roster ${command}`);
-    expect(overview.stdout).toContain('<fade|harvest|mirror|review|extract|embed|episodes|erase|vacuum>');
+    expect(overview.stdout).toContain('<fade|harvest|mirror|review|extract|embed|episodes|erase|vacuum|backup>');
     expect(Math.max(...lines.map(characters))).toBeLessThanOrEqual(100);
 
     const groups = ['db', 'agent', 'person', 'memory', 'jobs', 'mirror', 'audit'];

@@ -102,7 +102,7 @@ describe('roster start', () => {
     const queues = await fetch(`${address}/admin/queues/api/queues`, { headers: { cookie } });
     expect(queues.status).toBe(200);
     expect(((await queues.json()) as { queues: Array<{ name: string }> }).queues.map((queue) => queue.name).sort()).toEqual(
-      ['embed', 'episodes', 'erase', 'extract', 'fade', 'harvest', 'mirror', 'review', 'vacuum'],
+      ['backup', 'embed', 'episodes', 'erase', 'extract', 'fade', 'harvest', 'mirror', 'review', 'vacuum'],
     );
 
     expect(await roster.stop()).toBe(0);

@@ -248,11 +248,11 @@ const commands: Command[] = [
   },
   {
     path: ['jobs', 'run'],
-    usage: 'roster jobs run <fade|harvest|mirror|review|extract|embed|episodes|erase|vacuum|backup> [--agent NAME] [--all] [--wait] [--json]',
+    usage: 'roster jobs run <fade|harvest|mirror|review|extract|embed|episodes|erase|vacuum|backup> [options]',
     summary: 'Enqueue a job now; with --wait, print its result when a worker has run it.',
     details: [
       '--all      with embed: re-embed every fact (after a model change)',
-      '--timeout  seconds to wait (default 600)',
+      '--agent NAME, --json; --wait: print the result, waiting --timeout seconds (default 600)',
       'erase      take forgotten words off the disk, in every table that holds people\'s words',
       'vacuum     reclaim dead rows on the embedded database (a server Postgres vacuums itself)',
     ],
