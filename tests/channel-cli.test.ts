@@ -122,7 +122,7 @@ describe('roster channel', () => {
     expect(listed.find((entry) => entry.channel === 'telegram')).toMatchObject({ configured: false, bindings: [] });
     const text = await runRoster(['channel', 'list'], env);
     expect(text.code).toBe(0);
-    expect(text.stdout).toMatch(/^slack\s+configured\n\s+slack → Scout; answers linked people only \(strangers get the pairing hint\)$/m);
+    expect(text.stdout).toMatch(/^slack\s+configured\n\s+receiving: events over HTTP at \S+: every running server receives it\n\s+slack → Scout; answers linked people only \(strangers get the pairing hint\)$/m);
 
     for (const result of [added, json, text]) {
       expect(result.stdout + result.stderr).not.toContain(botToken);
