@@ -219,7 +219,7 @@ describe('Redis away for a minute under load', () => {
       const states = await Promise.all(found.map((job) => job.getState()));
       return rows.every((row) => row.relayed) && states.every((state) => state === 'completed') && found.length === rows.length ? { rows, found } : undefined;
     };
-    await until(async () => (await settled()) !== undefined, 'every row relayed and its job completed', 120_000);
+    await until(async () => (await settled()) !== undefined, 'every row relayed and its job completed', 240_000);
     const { rows, found } = (await settled())!;
     expect(rows.map((row) => row.id)).toEqual(expect.arrayContaining(pending.map((row) => row.id)));
     // Exactly once: one job per row, its id the row's, none without a row.

@@ -91,7 +91,7 @@ describe('erasing a person on the embedded database', () => {
     expect(failure(unknown)).toEqual(['roster person forget: No person named "Nobody". roster person add Nobody adds one.']);
     const unconfirmed = await runRoster(['person', 'forget', 'Bob'], env);
     expect(unconfirmed.code).toBe(2);
-    expect(failure(unconfirmed)).toEqual(['roster person forget: Erasing cannot be undone: confirm with --confirm Bob or --yes. roster person forget --help shows the usage.']);
+    expect(failure(unconfirmed)).toEqual(['roster person forget: Erasing cannot be undone: confirm with --confirm Bob or --yes. `roster person forget --help` shows the usage.']);
     const misnamed = await runRoster(['person', 'forget', 'Bob', '--confirm', 'Rob'], env);
     expect(misnamed.code).toBe(1);
     expect(failure(misnamed)).toEqual(['roster person forget: To erase everything Roster holds about Bob, confirm with their name: --confirm Bob (or --yes).']);
