@@ -89,7 +89,7 @@ describe('roster chat beside roster start when the embedded database host dies',
     // The host is a process of its own: neither the server nor the chat.
     expect([server.roster.child.pid, chat.child.pid]).not.toContain(host);
     const bannerOnly = chat.output().stderr;
-    expect(bannerOnly.trim().split('\n')).toEqual(['Talking as owner to A. An empty line or Ctrl+D ends.']);
+    expect(bannerOnly.trim().split('\n')).toEqual(['Talking as owner to A. An empty line or Ctrl+D ends; Ctrl+C stops.']);
 
     // The bike's message is stored and its model is answering; the host stops, the chat's next statement waits on it, and the host dies.
     say('the bike is green');

@@ -121,6 +121,10 @@ export function createAgentRunner(options: AgentRunnerOptions): RunAgent {
             readsBelowFloor: engine.readsBelowFloor === true,
             agentName: agent.name,
             history: context.depth === 0 && scope.conversationId !== undefined && scope.conversationId !== null ? { conversationId: scope.conversationId, beforeMessageId: context.messageId } : null,
+          }).catch((error: unknown) => {
+            if (RosterError.isInstance(error)) throw error;
+            // People read one plain sentence; what failed (a damaged page's file path, say) stays in the cause, for the operator's log.
+            throw new RosterError('prompt_read_failed', "reading its memory failed inside Roster and nothing was answered; the operator's log has the detail.", { cause: error });
           });
     const { lessons, facts } = read;
     const history = historyMessages(read.history, agent.id, historyTokens);
