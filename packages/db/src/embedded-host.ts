@@ -13,6 +13,7 @@ import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { privateFileMode } from '@roster/config';
 import { RosterError } from '@roster/errors';
 import { imageSocketPath, serveImages } from './embedded-image.js';
+import { keepRequestsWhole } from './host-batches.js';
 import { embeddedSocketPath, type HostReport } from './embedded-share.js';
 import { openPglite } from './open.js';
 
@@ -60,6 +61,7 @@ async function host(dataDir: string): Promise<void> {
   };
   let images: Awaited<ReturnType<typeof serveImages>>;
   try {
+    keepRequestsWhole(server);
     await server.start();
     fs.chmodSync(socketPath, privateFileMode);
     // Backups: the image of the database that only this process can take (see embedded-image.ts).
