@@ -6,7 +6,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Database, Scope } from '@roster/db';
-import { contentHash, type Embedder } from '@roster/memory';
+import type { Embedder } from '@roster/contracts';
+import { contentHash } from '@roster/memory';
 import { toSql } from 'pgvector';
 
 /** Agents, each with one person, and the private scope of each pair. */

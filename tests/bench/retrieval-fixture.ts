@@ -1,7 +1,8 @@
 // The retrieval benchmark's knobs, its loaded databases, and the searches it times beside the product's own.
 import { migrate, openEmbeddedDatabase, type Database, type Scope, type Transaction } from '@roster/db';
 import { openTestDatabase } from '@roster/db/testing';
-import { createHashingEmbedder, ensureEmbeddingModel, type Embedder } from '@roster/memory';
+import type { Embedder } from '@roster/contracts';
+import { createHashingEmbedder, ensureEmbeddingModel } from '@roster/memory';
 import { fromSql, toSql } from 'pgvector';
 import { bulkLoadFacts, createScopes, type FactToLoad } from './bulk-load.js';
 import { percentile, progress } from './report.js';

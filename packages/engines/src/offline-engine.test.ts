@@ -1,4 +1,4 @@
-import type { EnginePart, EngineRequest, EngineTool } from '@roster/core';
+import type { EnginePart, EngineRequest, EngineTool } from '@roster/contracts';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createOfflineEngine } from './offline-engine.js';

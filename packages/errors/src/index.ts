@@ -71,3 +71,38 @@ export class UsageError extends RosterError {
     this.name = 'UsageError';
   }
 }
+
+const embedderMarker = Symbol.for('roster.embedder-error');
+
+/** Options of an `EmbedderError`. */
+export interface EmbedderErrorOptions extends RosterErrorOptions {
+  /** The HTTP status the embedder answered with, when it answered at all. */
+  status?: number;
+}
+
+/**
+ * An embedder failed. Codes: `embedder_unreachable`, `embedder_timeout`,
+ * `embedder_http_<status>`, `embedder_bad_response`, `embedder_key_missing`,
+ * `embedder_options_invalid`, `embedder_failed` (anything else the client
+ * refused). `retryable` tells the job worker whether to try again (network
+ * errors, timeouts, 408, 409, 429, 5xx: what the AI SDK itself retries) or
+ * give up (400, 401, 403, 404, a malformed answer, a missing key). Messages
+ * never carry an API key.
+ */
+export class EmbedderError extends RosterError {
+  /** The HTTP status, or undefined when there was no HTTP answer. */
+  readonly status: number | undefined;
+  private readonly [embedderMarker] = true;
+
+  constructor(code: string, message: string, options: EmbedderErrorOptions = {}) {
+    super(code, message, options);
+    this.name = 'EmbedderError';
+    this.status = options.status;
+  }
+
+  static override isInstance(error: unknown): error is EmbedderError {
+    return (
+      typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[embedderMarker] === true
+    );
+  }
+}

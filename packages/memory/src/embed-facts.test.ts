@@ -2,7 +2,7 @@ import { testInstallationKey } from '@roster/config/testing';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createOpenAICompatibleEmbedder } from './embedders/index.js';
+import { createOpenAICompatibleEmbedder } from '@roster/engines';
 import { createMemory, type Memory } from './memory.js';
 import { memoryFixture, saidBy, type MemoryFixture } from './testing/fixture.js';
 

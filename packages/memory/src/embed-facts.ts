@@ -1,5 +1,5 @@
 import type { Database } from '@roster/db';
-import type { Embedder } from './embedders/index.js';
+import type { Embedder } from '@roster/contracts';
 import { ensureEmbeddingModel, writeEmbedding } from './embeddings.js';
 
 export interface EmbedFactsOptions {

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Database, Transaction } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { toSql } from 'pgvector';
-import type { Embedder } from './embedders/index.js';
+import type { Embedder } from '@roster/contracts';
 
 /** pgvector indexes `vector` columns of up to 2,000 dimensions with HNSW. */
 const maxIndexedDimensions = 2000;

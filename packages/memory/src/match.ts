@@ -1,5 +1,5 @@
 import { isUuid, type Database, type Scope } from '@roster/db';
-import type { Embedder } from './embedders/index.js';
+import type { Embedder } from '@roster/contracts';
 import { fromSql } from 'pgvector';
 import { factColumns, toFact, type FactRow } from './rows.js';
 import { anyWordQuery, searchFacts, type ScopeSizeCache } from './search.js';

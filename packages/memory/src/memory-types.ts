@@ -1,7 +1,7 @@
 import type { InstallationKey } from '@roster/config';
 import type { Database, Scope, ScopedTransaction } from '@roster/db';
 import type { AuditLog } from './audit.js';
-import type { Embedder } from './embedders/index.js';
+import type { Embedder } from '@roster/contracts';
 import type { EmbedFactsOptions, EmbedFactsReport } from './embed-facts.js';
 import type { ExportFormat } from './export.js';
 import type { FactMatch, MatchOptions } from './match.js';

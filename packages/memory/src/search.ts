@@ -1,6 +1,6 @@
 import type { Database, Scope, ScopedTransaction } from '@roster/db';
 import { RosterError } from '@roster/errors';
-import type { Embedder } from './embedders/index.js';
+import type { Embedder } from '@roster/contracts';
 import { toFact } from './rows.js';
 import { keptFactCountFrom, ScopeSizeCache } from './scope-sizes.js';
 import { parseSearchSource, searchExpression } from './search-statement.js';

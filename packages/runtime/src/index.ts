@@ -3,7 +3,9 @@ import { createCore, type Agent, type Core, type Engine, type TurnObserver } fro
 import type { Database } from '@roster/db';
 import { createEngine, createOfflineEngine } from '@roster/engines';
 import { RosterError } from '@roster/errors';
-import { createMemory, parseEmbedderReference, type Embedder, type Memory } from '@roster/memory';
+import type { Embedder } from '@roster/contracts';
+import { createMemory, type Memory } from '@roster/memory';
+import { parseEmbedderReference } from './embedder.js';
 
 export type RuntimeConfig = Pick<
   Config,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { EmbedderError } from './embedder.js';
+import { EmbedderError } from '@roster/errors';
 import { createHashingEmbedder } from './hashing-embedder.js';
 
 function dot(left: readonly number[], right: readonly number[]): number {

@@ -1,4 +1,5 @@
-import { EmbedderError, type Embedder, type EmbedOptions } from './embedder.js';
+import type { Embedder, EmbedOptions } from '@roster/contracts';
+import { EmbedderError } from '@roster/errors';
 
 /** Options of `createHashingEmbedder`. */
 export interface HashingEmbedderOptions {

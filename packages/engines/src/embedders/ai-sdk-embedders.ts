@@ -1,10 +1,9 @@
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { isLoopbackUrl } from '@roster/config';
-import { RosterError } from '@roster/errors';
 import { createOllama } from 'ollama-ai-provider-v2';
-import { EmbedderError, type Embedder } from './embedder.js';
-import { createHashingEmbedder } from './hashing-embedder.js';
+import type { Embedder } from '@roster/contracts';
+import { EmbedderError } from '@roster/errors';
 import { AiSdkEmbedder, checkBaseUrl, checkDimensions, commonSettings, genericStatusHint } from './ai-sdk-embedder.js';
 
 /** The `fetch` an embedder's client calls; Node's global one unless a proxy supplies another. */
@@ -54,16 +53,6 @@ export interface OllamaEmbedderOptions {
   /** As for `OpenAICompatibleEmbedderOptions.maxRetries`. */
   maxRetries?: number;
   fetch?: FetchFunction;
-}
-
-/** The keys and addresses `parseEmbedderReference` may need, taken from the parsed configuration. */
-export interface EmbedderKeys {
-  /** OPENAI_API_KEY; only ever sent to the OpenAI base URL, never to an `openai-compatible:` server. */
-  openaiApiKey?: string;
-  /** OPENAI_BASE_URL. */
-  openaiBaseUrl?: string;
-  /** OLLAMA_URL. */
-  ollamaUrl?: string;
 }
 
 const defaultOpenAIBaseUrl = 'https://api.openai.com/v1';
@@ -181,38 +170,3 @@ export function createOllamaEmbedder(options: OllamaEmbedderOptions): Embedder {
     },
   });
 }
-
-/**
- * The embedder a reference names (ROSTER_EMBEDDER): `hashing`,
- * `hashing-<dimensions>`, `ollama:<model>`, `openai:<model>` or
- * `openai-compatible:<base-url>#<model>`. The OpenAI key goes only to
- * `openai:`; an `openai-compatible:` server gets no key from here, so that a
- * third-party server never sees the OpenAI one. Throws `embedder_unknown` for
- * anything else, and `embedder_key_missing` for `openai:` without a key.
- */
-export function parseEmbedderReference(reference: string, keys: EmbedderKeys = {}): Embedder {
-  const trimmed = reference.trim();
-  if (trimmed === 'hashing') return createHashingEmbedder();
-  const hashing = /^hashing-(\d+)$/.exec(trimmed);
-  if (hashing) return createHashingEmbedder({ dimensions: Number(hashing[1]) });
-  const prefixed = /^(ollama|openai|openai-compatible):(.+)$/s.exec(trimmed);
-  const kind = prefixed?.[1];
-  const rest = prefixed?.[2]?.trim() ?? '';
-  if (kind === 'ollama' && rest !== '') {
-    return createOllamaEmbedder({ model: rest, baseUrl: keys.ollamaUrl ?? defaultOllamaUrl });
-  }
-  if (kind === 'openai' && rest !== '') {
-    return createOpenAIEmbedder({ model: rest, apiKey: keys.openaiApiKey, baseUrl: keys.openaiBaseUrl ?? defaultOpenAIBaseUrl });
-  }
-  if (kind === 'openai-compatible') {
-    const hash = rest.indexOf('#');
-    const baseUrl = hash === -1 ? '' : rest.slice(0, hash).trim();
-    const model = hash === -1 ? '' : rest.slice(hash + 1).trim();
-    if (/^https?:\/\/\S+$/.test(baseUrl) && model !== '') return createOpenAICompatibleEmbedder({ baseUrl, model });
-  }
-  throw new RosterError(
-    'embedder_unknown',
-    `Unknown embedder "${trimmed}": use hashing, hashing-<dimensions>, ollama:<model>, openai:<model> or openai-compatible:<base-url>#<model> (e.g. ROSTER_EMBEDDER=ollama:nomic-embed-text).`,
-  );
-}
-

@@ -3,7 +3,8 @@
  * options the factories in ai-sdk-embedders.ts share.
  */
 import { APICallError, embedMany, RetryError, type EmbeddingModel } from 'ai';
-import { EmbedderError, normalizeVector, type Embedder, type EmbedOptions } from './embedder.js';
+import { normalizeVector, type Embedder, type EmbedOptions } from '@roster/contracts';
+import { EmbedderError } from '@roster/errors';
 
 const defaultTimeoutMs = 30_000;
 const defaultMaxBatch = 64;

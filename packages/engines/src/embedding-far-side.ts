@@ -5,7 +5,7 @@
  */
 import http, { type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { EmbedderError } from '../embedders/embedder.js';
+import { EmbedderError } from '@roster/errors';
 
 export interface ReceivedRequest {
   method: string;

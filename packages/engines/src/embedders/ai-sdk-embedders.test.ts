@@ -12,7 +12,7 @@ import {
   sendJson,
   startFarSide,
   unit,
-} from '../testing/embedding-far-side.js';
+} from '../embedding-far-side.js';
 
 const apiKey = 'sk-test-0123456789-secret';
 const texts = ['a', 'bb', 'ccc', 'dddd', 'eeeee'];
