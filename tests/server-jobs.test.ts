@@ -21,7 +21,7 @@ describe('Bull Board', () => {
   it('answers the owner’s session only: a member gets 403 and no board, nobody else gets in, from whatever address', async () => {
     const set = await queues();
     await set.queues.fade.add('fade', {});
-    const server = await startApiServer({}, Object.values(set.queues));
+    const server = await startApiServer({}, set);
     cleanups.push(() => server.close());
     const { directory } = server.runtime.core;
     const owner = await server.signIn(await directory.addPerson({ name: 'Ada', role: 'owner' }));

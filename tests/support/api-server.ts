@@ -6,7 +6,7 @@ import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
 import { createRuntime, type Runtime } from '@roster/runtime';
 import { createChannelCredentialStore } from '@roster/channels';
 import { createLoginLink, createServer } from '@roster/server';
-import type { Queue } from 'bullmq';
+import { removePersonJobs, type QueueSet } from '@roster/jobs';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 
 export const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -38,8 +38,12 @@ export interface ApiServer {
   close(): Promise<void>;
 }
 
-/** The real server over the real runtime on a PGlite database of its own; the environment as parsed from `env`. */
-export async function startApiServer(env: Record<string, string> = {}, queues?: readonly Queue[]): Promise<ApiServer> {
+/**
+ * The real server over the real runtime on a PGlite database of its own; the
+ * environment as parsed from `env`. With `queues`, it shows them in Bull Board
+ * and takes an erased person's jobs out of them, as `roster start` wires it.
+ */
+export async function startApiServer(env: Record<string, string> = {}, queues?: QueueSet): Promise<ApiServer> {
   const test = await openTestDatabase();
   const config = parseConfig({ LOG_LEVEL: 'silent', ...env }, channelVariables);
   const runtime = await createRuntime({ config, database: test.database, key: testInstallationKey });
@@ -51,7 +55,12 @@ export async function startApiServer(env: Record<string, string> = {}, queues?: 
     logger: createLogger(config),
     key: testInstallationKey,
     channels: { credentials: createChannelCredentialStore(test.database, testInstallationKey, channelPlugins) },
-    ...(queues === undefined ? {} : { queues }),
+    ...(queues === undefined
+      ? {}
+      : {
+          queues: Object.values(queues.queues),
+          removePersonJobs: async (personId: string) => Object.values(await removePersonJobs(queues, personId)).reduce((sum, count) => sum + count, 0),
+        }),
   });
   const server: ApiServer = {
     app,

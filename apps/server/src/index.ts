@@ -58,6 +58,12 @@ export interface ServerOptions {
   channels?: ServerChannels;
   /** This process's metrics: served at GET /metrics to an owner (a session or an API token). */
   metrics?: Metrics;
+  /**
+   * Takes out of Redis the queued jobs that name an erased person (ids only,
+   * never words), and says how many went; without it an erasure leaves them,
+   * and they find nothing of the person when they run.
+   */
+  removePersonJobs?: (personId: string) => Promise<number>;
 }
 
 /** What `/healthz` answers. */
@@ -182,7 +188,7 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
   await servePage(app);
 
   const routes = new ApiRoutes(app);
-  const context: RouteContext = { config, database, runtime, logger, routes, key: options.key, channels: options.channels };
+  const context: RouteContext = { config, database, runtime, logger, routes, key: options.key, channels: options.channels, removePersonJobs: options.removePersonJobs };
   authRoutes(context);
   agentRoutes(context);
   chatRoutes(context);

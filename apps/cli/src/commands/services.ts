@@ -1,7 +1,7 @@
 import { channelPlugins } from '@roster/channel-registry';
 import { answersGraceMs, createChannelCredentialStore } from '@roster/channels';
 import { startGateway, type RunningGateway } from '@roster/gateway';
-import { connectionFromUrl, createQueues, type QueueSet } from '@roster/jobs';
+import { connectionFromUrl, createQueues, removePersonJobs, type QueueSet } from '@roster/jobs';
 import { ensureRedis } from '@roster/redis';
 import { createRuntime } from '@roster/runtime';
 import { createLoginLink, createMetrics, createServer, exposureWarning, listen, loginLinkLifetimeMs, loginLinkUrl, serveMetrics } from '@roster/server';
@@ -80,7 +80,7 @@ export async function runServices(args: string[], io: CommandIo, services: reado
         key,
         metrics,
         channels: { credentials, ...(gateway === undefined ? {} : { webhooks: gateway.webhooks, changed: gateway.reload, holder: gateway.holder }) },
-        ...(queues === undefined ? {} : { queues: Object.values(queues.queues) }),
+        ...(queues === undefined ? {} : { queues: Object.values(queues.queues), removePersonJobs: jobsOf(queues) }),
       });
       const address = await listen(app, config);
       stops.push(() => app.close());
@@ -107,4 +107,9 @@ export async function runServices(args: string[], io: CommandIo, services: reado
   logger.info({ signal }, 'stopping');
   await stopAll(stops, logger);
   return exitCode.ok;
+}
+
+/** Takes an erased person's queued jobs out of these queues, and says how many went. */
+function jobsOf(queues: QueueSet): (personId: string) => Promise<number> {
+  return async (personId) => Object.values(await removePersonJobs(queues, personId)).reduce((sum, count) => sum + count, 0);
 }
