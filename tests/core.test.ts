@@ -1,3 +1,6 @@
+import { parseConfig } from '@roster/config';
+import { testInstallationKey } from '@roster/config/testing';
+import { createRuntime } from '@roster/runtime';
 import { afterEach, describe, expect, it } from 'vitest';
 import { agentOf, startFakeOpenAi, type FakeRequest } from './support/fake-openai.js';
 import { rosterFixture, type RosterFixture } from './support/roster-runtime.js';
@@ -109,6 +112,42 @@ describe('delivery', () => {
     // A different message id is a new message.
     const next = await f.roster.core.handle(fromTelegram('tg-1', 'what do you know about train', '43'));
     expect(next.replies[0]?.text).toBe('- you take the 8:10 train');
+  });
+
+  it('answers a redelivered message whose first turn was cut off before its reply, once; an answered one stays a duplicate', async () => {
+    // The model never answers the first process (it is killed while the model thinks); it answers the next one.
+    let asked = 0;
+    let thinking: () => void = () => undefined;
+    const cutOff = new Promise<void>((resolve) => (thinking = resolve));
+    const fake = await startFakeOpenAi(async () => {
+      asked += 1;
+      if (asked === 1) {
+        thinking();
+        await new Promise(() => undefined);
+      }
+      return { text: 'The 8:10 train, noted.' };
+    });
+    const f = await fixture([{ name: 'Scout', engine: fake.engine } as { name: string }]);
+    // Closed after the database (cleanups run last first): the first process's turn never stores anything.
+    cleanups.unshift(() => fake.close());
+    await f.roster.core.directory.linkIdentity(f.people.Ada!.id, 'telegram', 'tg-1');
+    await bind(f, 'pairing');
+    void f.roster.core.handle(fromTelegram('tg-1', 'I take the 8:10 train', '42')).catch(() => undefined);
+    await cutOff;
+    // Stored, not answered; the dead process's turn of the conversation lapses (120 s, here at once).
+    expect(await count(f, 'messages')).toBe(1);
+    await f.database.adminScope('test: the killed process’s turn lapses', (tx) => tx.query(`update conversations set turn_expires_at = now() - interval '1 second'`));
+
+    // Another process gets the message again from the platform, never told it was handled: it answers it, as the same message.
+    const next = await createRuntime({ config: parseConfig({}), database: f.database, key: testInstallationKey });
+    const again = await next.core.handle(fromTelegram('tg-1', 'I take the 8:10 train', '42'));
+    expect(again).toMatchObject({ duplicate: false, replies: [expect.objectContaining({ text: 'The 8:10 train, noted.' })] });
+    expect(await count(f, 'messages')).toBe(2);
+    // Answered once: a third delivery is a duplicate, with nothing said or stored (the control).
+    const third = await next.core.handle(fromTelegram('tg-1', 'I take the 8:10 train', '42'));
+    expect(third).toMatchObject({ duplicate: true, replies: [], messageId: again.messageId });
+    expect(await count(f, 'messages')).toBe(2);
+    expect(asked).toBe(2);
   });
 
   it('handles the messages of one conversation in order', async () => {

@@ -85,7 +85,12 @@ export async function startFakeOpenAi(decide: (request: FakeRequest) => Promise<
     /** An engine reference for an agent on this fake. */
     engine: `openai-compatible:http://127.0.0.1:${port}/v1#fake-model`,
     requests,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    // Requests still waiting on an answer are cut, as a provider that went away cuts them.
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
 

@@ -70,6 +70,15 @@ export class ConversationStore {
    * Store a message once: a redelivery (same platform id in the same
    * conversation) returns the first copy and `duplicate: true`. Secrets are
    * redacted before the row is written.
+   *
+   * A redelivery of a message that was stored but never answered (its turn
+   * was cut off: the process killed or stopped between storing it and storing
+   * the replies, so the platform, never told it was handled, sends it again)
+   * is not a duplicate: it returns the first copy with `duplicate: false`,
+   * and is answered now. Answered means a reply or a notice follows it before
+   * the conversation's next message from a person, or its words were
+   * forgotten. The caller holds the conversation's turn, so no turn of it is
+   * under way elsewhere.
    */
   async storeMessage(
     tx: Transaction,
@@ -114,11 +123,20 @@ export class ConversationStore {
       ],
     );
     if (rows[0] !== undefined) return { id: rows[0].id, duplicate: false };
-    const existing = await tx.query<{ id: string }>('select id from messages where conversation_id = $1 and external_id = $2', [
-      message.conversationId,
-      message.externalId,
-    ]);
-    return { id: existing.rows[0]!.id, duplicate: true };
+    const existing = await tx.query<{ id: string; answered: boolean }>(
+      `select m.id, m.forgotten_at is not null or exists (
+         select 1 from messages r
+         where r.conversation_id = m.conversation_id and r.role in ('agent', 'system') and r.id <> m.id and r.created_at >= m.created_at
+           and not exists (
+             select 1 from messages p
+             where p.conversation_id = m.conversation_id and p.role = 'person' and p.id <> m.id and p.created_at > m.created_at and p.created_at <= r.created_at
+           )
+       ) as answered
+       from messages m where m.conversation_id = $1 and m.external_id = $2`,
+      [message.conversationId, message.externalId],
+    );
+    const first = existing.rows[0]!;
+    return { id: first.id, duplicate: first.answered };
   }
 
   /** Once the agents are chosen: a one-to-one message to one agent becomes that pair's alone. */
