@@ -25,8 +25,9 @@ function inbound(person: Person, text: string, team: boolean): InboundMessage {
  * One turn, tried once more with the same message id when the connection to
  * the database broke (the embedded database's host stopped, a server
  * Postgres restarted): the next connection reaches a new one. When the first
- * try had stored the message already, the second finds it and stores nothing
- * again; the turn is reported failed, since its answer was lost.
+ * try had stored the message already, the second finds it and stores it not
+ * again: it answers it, unless the first had stored its answer too (then the
+ * turn is reported failed: the answer is kept but was not shown here).
  */
 async function turn(roster: Runtime, message: InboundMessage, options: TurnOptions): Promise<TurnResult> {
   let first: unknown;
@@ -48,7 +49,7 @@ async function turn(roster: Runtime, message: InboundMessage, options: TurnOptio
     );
   }
   if (again.duplicate) {
-    throw new RosterError('turn_failed', `The connection to the database broke during this turn (${reason}): the message is kept, but its answer was lost. Ask again to have it answered.`, { cause: first });
+    throw new RosterError('turn_failed', `The connection to the database broke during this turn (${reason}) after its answer was kept: the answer could not be shown here. Ask again to read it.`, { cause: first });
   }
   return again;
 }
