@@ -63,4 +63,55 @@ describe('the turn of a conversation', () => {
       '- the gate is painted teal',
     ]);
   });
+
+  it('is kept by a long answer, renewed while it thinks and never more than 30 s ahead (a killed process’s lapses as soon), and free at once after the reply', async () => {
+    const test = await openTestDatabase();
+    cleanups.push(() => test.cleanup());
+    let started!: () => void;
+    const engineStarted = new Promise<void>((resolve) => (started = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const offline = createOfflineEngine({ agentName: 'Scout' });
+    const held: Engine = {
+      ...offline,
+      async run(request) {
+        started();
+        await released;
+        return offline.run(request);
+      },
+    };
+    const first = await createRuntime({ config: parseConfig({}), database: test.database, key: testInstallationKey, engineFor: () => held });
+    const second = await createRuntime({ config: parseConfig({}), database: test.database, key: testInstallationKey });
+    await first.core.directory.addAgent({ name: 'Scout', job: 'remembers' });
+    const ada = await first.core.directory.addPerson({ name: 'Ada' });
+    const say = (text: string): InboundMessage => ({ channel: 'cli', conversation: { externalId: 'long', kind: 'dm' }, sender: { personId: ada.id }, text });
+    const lease = () =>
+      test.database.adminScope('test: read the turn’s lease', async (tx) => {
+        const { rows } = await tx.query<{ expires: Date | null; ahead: number | null }>(
+          `select turn_expires_at as expires, extract(epoch from turn_expires_at - now())::float8 as ahead from conversations where external_id = 'long'`,
+        );
+        return rows[0]!;
+      });
+
+    const answering = first.core.handle(say('remember that the gate is painted teal'), { agent: 'Scout' });
+    await engineStarted;
+    const taken = await lease();
+    expect(taken.ahead).toBeGreaterThan(0);
+    expect(taken.ahead).toBeLessThanOrEqual(30);
+    // While the engine thinks, the turn is renewed: its expiry moves on, and stays within 30 s of now.
+    const deadline = Date.now() + 60_000;
+    let renewed = taken;
+    while (renewed.expires!.getTime() <= taken.expires!.getTime() && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      renewed = await lease();
+    }
+    expect(renewed.expires!.getTime()).toBeGreaterThan(taken.expires!.getTime());
+    expect(renewed.ahead).toBeLessThanOrEqual(30);
+
+    release();
+    expect((await answering).replies.map((reply) => reply.text)).toEqual(['Noted: the gate is painted teal']);
+    // The reply ended the turn, and no renewal took it back: the other process answers at once.
+    const next = await second.core.handle(say('what do you know about the gate'), { agent: 'Scout' });
+    expect(next.replies.map((reply) => reply.text)).toEqual(['- the gate is painted teal']);
+  });
 });

@@ -32,8 +32,14 @@ export type Visibility = 'pair' | 'conversation';
 /** A follow-up job a change writes with itself (any queue's but the erase, which collects in one row). */
 export type FollowUpJob = Exclude<OutboxJob, EraseJob>;
 
-/** How long one process may hold a conversation's turn before another may take it. */
-const turnLeaseSeconds = 120;
+/**
+ * How long one process may hold a conversation's turn before another may
+ * take it. A turn renews it every `turnRenewMs` while its agents think, so a
+ * long answer keeps it, and a process killed mid-turn holds it at most this
+ * long.
+ */
+const turnLeaseSeconds = 30;
+const turnRenewMs = 5_000;
 const turnPollMs = 25;
 
 /**
@@ -311,6 +317,35 @@ export class ConversationStore {
       });
       if (taken !== null) return taken.value;
     }
+  }
+
+  /**
+   * Keep this process's turn of a conversation while its agents think: the
+   * lease is renewed every few seconds until `stop`, which the turn calls
+   * before it stores its replies (a reply ends the turn; a renewal after it
+   * would take the turn back, so `stop` waits for one under way). A renewal
+   * that fails is let go: the lease then lapses, as a killed process's does.
+   */
+  keepTurn(conversationId: string): { stop(): Promise<void> } {
+    let renewing: Promise<unknown> = Promise.resolve();
+    const timer = setInterval(() => {
+      renewing = this.database
+        .adminScope('core: keep a conversation’s turn', (tx) =>
+          tx.query(`update conversations set turn_expires_at = now() + make_interval(secs => $3) where id = $1 and turn_holder = $2 and turn_expires_at >= now()`, [
+            conversationId,
+            this.holder,
+            turnLeaseSeconds,
+          ]),
+        )
+        .catch(() => undefined);
+    }, turnRenewMs);
+    timer.unref();
+    return {
+      stop: async () => {
+        clearInterval(timer);
+        await renewing;
+      },
+    };
   }
 
   /** Let go of a conversation's turn; `touched`: a team's replies were stored, and the conversation's last message time moves. */

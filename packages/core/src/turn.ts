@@ -180,10 +180,11 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
     // Another process holds the conversation's turn: wait for it, and store the message when it is this one's.
     const inbound2 = first.held ?? (await conversations.waitTurn(routed.conversation.id, turn.signal, (tx, conversation) => storeInbound(tx, routed, conversation)));
     // The conversation's turn is this process's until the replies are stored; a single reply ends it itself.
-    const lease = { ended: false, touched: false };
+    const lease = { ended: false, touched: false, kept: conversations.keepTurn(inbound2.conversation.id) };
     try {
       return await handleTurn(inbound, turn, text, files, routed, inbound2, tally, started, lease);
     } finally {
+      await lease.kept.stop();
       if (!lease.ended) await conversations.releaseTurn(inbound2.conversation.id, lease.touched);
     }
   }
@@ -197,7 +198,7 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
     stored: Inbound,
     tally: Tally | null,
     started: number,
-    lease: { ended: boolean; touched: boolean },
+    lease: { ended: boolean; touched: boolean; kept: { stop(): Promise<void> } },
   ): Promise<TurnResult> {
     const { binding, person } = routed;
     const { conversation, message } = stored;
@@ -288,8 +289,9 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
     const phrases = forgotten.map(normalizeText).filter((phrase) => phrase !== '');
     const repeatsForgotten = (words: string) => phrases.length > 0 && phrases.some((phrase) => ` ${normalizeText(words)} `.includes(` ${phrase} `));
     const kept = repeatsForgotten(body) ? [] : signals;
-    // One reply ends the turn as it is stored; a team's replies leave that to the release after them.
+    // One reply ends the turn as it is stored; a team's replies leave that to the release after them. The turn is not renewed from here on.
     const single = answers.length === 1;
+    await lease.kept.stop();
     const replies = await Promise.all(
       answers.map(async ({ agent, scope, answer: given, uses }) => {
         const answer = repeatsForgotten(given.text) ? { ...given, text: `${agent.name}'s reply repeated words that were just forgotten; it is not kept.` } : given;
