@@ -16,28 +16,36 @@ afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
 
+/**
+ * Two processes over one database, as a gateway and a server are: the first
+ * one's engine answers only once the test releases it; Scout and Ada exist.
+ */
+async function twoProcesses() {
+  const test = await openTestDatabase();
+  cleanups.push(() => test.cleanup());
+  let started!: () => void;
+  const engineStarted = new Promise<void>((resolve) => (started = resolve));
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const offline = createOfflineEngine({ agentName: 'Scout' });
+  const held: Engine = {
+    ...offline,
+    async run(request) {
+      started();
+      await released;
+      return offline.run(request);
+    },
+  };
+  const first = await createRuntime({ config: parseConfig({}), database: test.database, key: testInstallationKey, engineFor: () => held });
+  const second = await createRuntime({ config: parseConfig({}), database: test.database, key: testInstallationKey });
+  await first.core.directory.addAgent({ name: 'Scout', job: 'remembers' });
+  const ada = await first.core.directory.addPerson({ name: 'Ada' });
+  return { test, first, second, ada, engineStarted, release };
+}
+
 describe('the turn of a conversation', () => {
   it('is held by the process answering; another waits for it, and takes it once the reply is stored', async () => {
-    const test = await openTestDatabase();
-    cleanups.push(() => test.cleanup());
-    // The first process's engine answers only when the test lets it.
-    let started!: () => void;
-    const engineStarted = new Promise<void>((resolve) => (started = resolve));
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    const offline = createOfflineEngine({ agentName: 'Scout' });
-    const held: Engine = {
-      ...offline,
-      async run(request) {
-        started();
-        await released;
-        return offline.run(request);
-      },
-    };
-    const first = await createRuntime({ config: parseConfig({}), database: test.database, key: testInstallationKey, engineFor: () => held });
-    const second = await createRuntime({ config: parseConfig({}), database: test.database, key: testInstallationKey });
-    await first.core.directory.addAgent({ name: 'Scout', job: 'remembers' });
-    const ada = await first.core.directory.addPerson({ name: 'Ada' });
+    const { first, second, ada, engineStarted, release } = await twoProcesses();
     const say = (text: string): InboundMessage => ({ channel: 'cli', conversation: { externalId: 'shared', kind: 'dm' }, sender: { personId: ada.id }, text });
 
     const answering = first.core.handle(say('remember that the gate is painted teal'), { agent: 'Scout' });
@@ -65,25 +73,7 @@ describe('the turn of a conversation', () => {
   });
 
   it('is kept by a long answer, renewed while it thinks and never more than 30 s ahead (a killed process’s lapses as soon), and free at once after the reply', async () => {
-    const test = await openTestDatabase();
-    cleanups.push(() => test.cleanup());
-    let started!: () => void;
-    const engineStarted = new Promise<void>((resolve) => (started = resolve));
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    const offline = createOfflineEngine({ agentName: 'Scout' });
-    const held: Engine = {
-      ...offline,
-      async run(request) {
-        started();
-        await released;
-        return offline.run(request);
-      },
-    };
-    const first = await createRuntime({ config: parseConfig({}), database: test.database, key: testInstallationKey, engineFor: () => held });
-    const second = await createRuntime({ config: parseConfig({}), database: test.database, key: testInstallationKey });
-    await first.core.directory.addAgent({ name: 'Scout', job: 'remembers' });
-    const ada = await first.core.directory.addPerson({ name: 'Ada' });
+    const { test, first, second, ada, engineStarted, release } = await twoProcesses();
     const say = (text: string): InboundMessage => ({ channel: 'cli', conversation: { externalId: 'long', kind: 'dm' }, sender: { personId: ada.id }, text });
     const lease = () =>
       test.database.adminScope('test: read the turn’s lease', async (tx) => {
