@@ -59,7 +59,7 @@ export async function startApiServer(env: Record<string, string> = {}, queues?: 
       ? {}
       : {
           queues: Object.values(queues.queues),
-          removePersonJobs: async (personId: string) => Object.values(await removePersonJobs(queues, personId)).reduce((sum, count) => sum + count, 0),
+          removePersonJobs: (personId: string) => removePersonJobs(queues, personId),
         }),
   });
   const server: ApiServer = {

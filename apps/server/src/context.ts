@@ -17,7 +17,7 @@ export interface RouteContext {
   /** Channel credentials and the gateway of this process, when there is one. */
   channels: ServerChannels | undefined;
   /** Takes an erased person's queued jobs out of Redis, when this process has the queues. */
-  removePersonJobs: ((personId: string) => Promise<number>) | undefined;
+  removePersonJobs: ((personId: string) => Promise<Record<string, number>>) | undefined;
 }
 
 /** What the server knows of the channels beyond the configuration. */

@@ -60,10 +60,10 @@ export interface ServerOptions {
   metrics?: Metrics;
   /**
    * Takes out of Redis the queued jobs that name an erased person (ids only,
-   * never words), and says how many went; without it an erasure leaves them,
-   * and they find nothing of the person when they run.
+   * never words), and says how many went, by queue; without it an erasure
+   * leaves them, and they find nothing of the person when they run.
    */
-  removePersonJobs?: (personId: string) => Promise<number>;
+  removePersonJobs?: (personId: string) => Promise<Record<string, number>>;
 }
 
 /** What `/healthz` answers. */

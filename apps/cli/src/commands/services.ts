@@ -80,7 +80,7 @@ export async function runServices(args: string[], io: CommandIo, services: reado
         key,
         metrics,
         channels: { credentials, ...(gateway === undefined ? {} : { webhooks: gateway.webhooks, changed: gateway.reload, holder: gateway.holder }) },
-        ...(queues === undefined ? {} : { queues: Object.values(queues.queues), removePersonJobs: jobsOf(queues) }),
+        ...(queues === undefined ? {} : { queues: Object.values(queues.queues), removePersonJobs: (personId: string) => removePersonJobs(queues, personId) }),
       });
       const address = await listen(app, config);
       stops.push(() => app.close());
@@ -107,9 +107,4 @@ export async function runServices(args: string[], io: CommandIo, services: reado
   logger.info({ signal }, 'stopping');
   await stopAll(stops, logger);
   return exitCode.ok;
-}
-
-/** Takes an erased person's queued jobs out of these queues, and says how many went. */
-function jobsOf(queues: QueueSet): (personId: string) => Promise<number> {
-  return async (personId) => Object.values(await removePersonJobs(queues, personId)).reduce((sum, count) => sum + count, 0);
 }

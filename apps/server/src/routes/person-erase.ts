@@ -44,10 +44,13 @@ export function personEraseRoutes({ routes, runtime, logger, removePersonJobs }:
       const jobsRemoved =
         removePersonJobs === undefined
           ? null
-          : await removePersonJobs(erasure.personId).catch((error: unknown) => {
-              logger.warn({ err: error }, 'an erased person’s queued jobs could not be removed from Redis');
-              return null;
-            });
+          : await removePersonJobs(erasure.personId).then(
+              (removed) => Object.values(removed).reduce((sum, count) => sum + count, 0),
+              (error: unknown) => {
+                logger.warn({ err: error }, 'an erased person’s queued jobs could not be removed from Redis');
+                return null;
+              },
+            );
       void reply.header('cache-control', 'no-store');
       // Their sessions are gone with the rest: the cookie goes too.
       if (self) void reply.header('set-cookie', sessionCookieHeader('', 0, request.protocol === 'https'));
