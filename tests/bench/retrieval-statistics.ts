@@ -109,7 +109,7 @@ function sqlLiteral(value: string): string {
 
 /**
  * The planner's estimate of the full-text arm's match against what it found:
- * the `hits` statement of roster_search_ranked (migration 0024) run by hand as
+ * the full-text match of roster_search_ranked (0024; roster_search_words, 0033, asks it word by word) run by hand as
  * the owner with EXPLAIN ANALYZE, the scope and the query's tsquery written
  * in as constants, as the function's first (custom) plans see them.
  */

@@ -235,15 +235,15 @@ export function buildStatisticsReport(results: RunResult[], options: Options, sa
     ]),
   };
   const fullTextMs = (run: RunResult) => {
-    const entries = [...(run.timings?.statements.entries() ?? [])].filter(([label]) => label.includes('roster_search_ranked'));
+    const entries = [...(run.timings?.statements.entries() ?? [])].filter(([label]) => label.includes('roster_search_words'));
     return entries.reduce((sum, [, entry]) => sum + entry.ms, 0) / run.turns.length;
   };
   const statementsMs = (run: RunResult) => [...(run.timings?.statements.values() ?? [])].reduce((sum, entry) => sum + entry.ms, 0) / run.turns.length;
   const statementTable: ResultTable = {
     title:
-      'The full-text arm’s statement (`roster_search_ranked`, where the planner used `search_vector`’s statistics) and every statement, ' +
+      'The full-text arm’s statement (`roster_search_words`, where the planner used `search_vector`’s statistics) and every statement, ' +
       'core.handle, one conversation: ms per turn (the mean), and the word columns holding statistics after the ANALYZE',
-    columns: ['database', 'facts in scope', 'configuration', 'word columns with statistics', 'roster_search_ranked ms per turn', 'all statements ms per turn', 'a whole turn, mean ms', 'SQL statements per turn'],
+    columns: ['database', 'facts in scope', 'configuration', 'word columns with statistics', 'roster_search_words ms per turn', 'all statements ms per turn', 'a whole turn, mean ms', 'SQL statements per turn'],
     rows: rows
       .filter((row) => row.door === 'core.handle' && row.concurrency === 1)
       .flatMap(({ kind, facts, pooled }) =>

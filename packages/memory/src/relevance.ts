@@ -59,7 +59,7 @@ export function clears(floor: RelevanceFloor, minCoverage: number, coverage: num
   return floor.minSimilarity !== null && similarity !== null && similarity >= floor.minSimilarity;
 }
 
-/** Each query word's weight in the scope: BM25's idf, from the counts of roster_query_terms (0029). */
+/** Each query word's weight in the scope: BM25's idf, from the counts of roster_search_words (0033) or roster_query_terms (0029). */
 export interface QueryWeights {
   /** The share of the query's weight that a fact holding these words holds, 0 to 1. */
   coverage(lexemes: readonly string[]): number;
@@ -68,7 +68,7 @@ export interface QueryWeights {
 /** Stemmed words that ask rather than say what is asked about. */
 const askingWords: ReadonlySet<string> = new Set(['know', 'rememb', 'tell', 'remind', 'recal']);
 
-/** The weights of a query's words from roster_query_terms' rows (0029): each word's lexeme, its count in the scope and the scope's N. */
+/** The weights of a query's words from the word rows of roster_search_words (0033) or roster_query_terms (0029): each word's lexeme, its count in the scope and the scope's N. */
 export function weightsOf(rows: ReadonlyArray<{ lexeme: string; df: number; scopeFacts: number }>): QueryWeights {
   const weight = new Map<string, number>();
   // "What do you know about …", "tell me …": the words that ask weigh nothing, unless nothing else is asked.

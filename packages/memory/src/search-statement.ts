@@ -3,10 +3,9 @@ import { vectorExpression } from './embeddings.js';
 import { factColumns, factRowFromJson, type FactRow } from './rows.js';
 
 /**
- * Everything one search reads, in one statement: the full-text arm
- * (roster_search_ranked), the vector arm, the facts either arm found with
- * their words and stored vectors, and the weight of each query word in the
- * scope (roster_query_terms). It runs as the scope's role like every other
+ * Everything one search reads, in one statement: the full-text arm and the
+ * weight of each query word in the scope (roster_search_words), the vector
+ * arm, and the facts either arm found with their words and stored vectors. It runs as the scope's role like every other
  * read, so row-level security decides what each part sees; it is one
  * expression, so that a caller can read other things beside it in the same
  * statement (the core reads a turn's lessons and history with it).
@@ -55,12 +54,16 @@ export function searchExpression(input: SearchStatementInput, first: number): { 
   };
   const text = p(input.text);
   const known = p(input.knownFacts);
-  let fullText = 'select null::uuid as id, null::real as score, null::real as own, null::bigint as scope_facts, null::bigint as rank where false';
+  // The full-text arm's hits and the weight of each query word come from one function (0033); with
+  // that arm left out, the words' counts alone (0029), read only when the vector arm found something.
+  let words = 'select null::uuid as id, null::real as score, null::real as own, null::integer as rank, null::text as lexeme, null::bigint as df, null::bigint as scope_facts where false';
+  let terms = `select t.lexeme, t.df, t.scope_facts
+       from (select 1 where exists (select 1 from found)) g cross join lateral roster_query_terms(${text}, ${known}::bigint) t`;
   if (input.fullText !== null) {
-    fullText =
-      `select r.id, r.score, r.own, r.scope_facts, r.rank ` +
-      `from roster_search_ranked(${text}, ${p(input.fullText.candidates)}::integer, ${p(input.fullText.neighbours)}::real, ${known}::bigint) ` +
-      `with ordinality as r(id, score, own, scope_facts, rank)`;
+    words =
+      `select w.id, w.score, w.own, w.rank, w.lexeme, w.df, w.scope_facts ` +
+      `from roster_search_words(${text}, ${p(input.fullText.candidates)}::integer, ${p(input.fullText.neighbours)}::real, ${known}::bigint) w`;
+    terms = 'select w.lexeme, w.df, w.scope_facts from words w where w.lexeme is not null';
   }
   let vector = 'select null::uuid as id, null::float8 as distance where false';
   if (input.vector !== null) {
@@ -74,20 +77,18 @@ export function searchExpression(input: SearchStatementInput, first: number): { 
       `where fe.model = ${p(input.vector.model)} and fe.searchable ` +
       `order by ${input.vector.exact ? `(${expression} <=> ${query}) + 0` : `${expression} <=> ${query}`} limit ${p(input.vector.candidates)}`;
   }
-  // In pgvector's binary form (base64 in the jsonb): a third of the text's size, and no decimal to print and parse per number.
+  // In pgvector's binary form (base64 in the jsonb): no decimal to print and parse per number.
   const stored =
     input.vectorsOf === null ? 'null::text' : `(select encode(vector_send(e.embedding), 'base64') from fact_embeddings e where e.model = ${p(input.vectorsOf)} and e.fact_id = f.id)`;
-  const sql = `(with ft as materialized (${fullText}),
+  const sql = `(with words as materialized (${words}),
+     ft as materialized (select w.id, w.score, w.own, w.scope_facts, w.rank from words w where w.id is not null),
      vec as materialized (${vector}),
      ids as (select id from ft union select id from vec),
      found as materialized (
        select ${factColumns}, tsvector_to_array(f.search_vector) as lexemes, ${stored} as embedding
        from facts f where f.id = any (array(select id from ids))
      ),
-     terms as (
-       select t.lexeme, t.df, t.scope_facts
-       from (select 1 where exists (select 1 from found)) g cross join lateral roster_query_terms(${text}, ${known}::bigint) t
-     )
+     terms as (${terms})
      select jsonb_build_object(
        'fullText', coalesce((select jsonb_agg(jsonb_build_array(ft.id, ft.score, ft.own, ft.scope_facts) order by ft.rank) from ft), '[]'::jsonb),
        'vector', coalesce((select jsonb_agg(jsonb_build_array(vec.id, vec.distance)) from vec), '[]'::jsonb),
