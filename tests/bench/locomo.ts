@@ -219,7 +219,8 @@ export async function run(args: readonly string[]): Promise<BenchmarkReport> {
         for (const variant of variants) {
           results[variant.name] = {} as Record<Mode, Found>;
           for (const mode of variant.modes) {
-            const searchOptions: SearchOptions = { ...variant.options, mode, limit, tokenBudget: 100_000 };
+            // Ranked without the relevance floor, as the peer is: the floor's cost on these questions is the never-said bench's.
+            const searchOptions: SearchOptions = { ...variant.options, mode, limit, tokenBudget: 100_000, includeIrrelevant: true };
             const before = performance.now();
             const found = await memory.search(scope, question.question, searchOptions);
             if (variant.name === 'default') latencies[mode].push(performance.now() - before);
@@ -349,7 +350,7 @@ function buildReport(scored: Scored[], latencies: Record<Mode | typeof peer, num
         `conversation), text \`speaker: text\` plus \`[shares <image caption>]\`${counts.options.dates ? ', prefixed with the session date' : ', without the session date'}; ` +
         `${counts.turnsIndexed} turns became ${counts.factsCreated} facts (a turn repeating an earlier one word for word is the same fact, ` +
         `and counts as every turn it stands for). Vectors: the hashing embedder (\`hashing-256\`), no model. Each question is searched ` +
-        `in its own conversation with \`memory.search(scope, question, { mode, limit: 20, tokenBudget: 100000 })\` and ` +
+        `in its own conversation with \`memory.search(scope, question, { mode, limit: 20, tokenBudget: 100000, includeIrrelevant: true })\` (ranking only: the relevance floor is left out, as the peer has none; what it costs on these questions is in "Never said" below) and ` +
         `otherwise default options: full-text matches any word of the question (OR) and ranks by BM25 (k1 1.2, b 0.75, idf over the ` +
         `facts of the scope), then lends half of each of its top matches' score to the facts recorded just before and after it ` +
         `(\`neighbours\`, chosen among 0.1, 0.2, 0.3, 0.5, 0.7 and 1 on conversations 1–3); the vector arm ` +
