@@ -5,8 +5,9 @@ import { factColumns, factRowFromJson, type FactRow } from './rows.js';
 /**
  * Everything one search reads, in one statement: the full-text arm and the
  * weight of each query word in the scope (roster_search_words), the vector
- * arm, and the facts either arm found with their words and stored vectors. It runs as the scope's role like every other
- * read, so row-level security decides what each part sees; it is one
+ * arm, and the facts either arm found with their words and stored vectors.
+ * It runs as the scope's role like every other read, so row-level security
+ * decides what each part sees; it is one
  * expression, so that a caller can read other things beside it in the same
  * statement (the core reads a turn's lessons and history with it).
  */
