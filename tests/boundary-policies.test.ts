@@ -161,6 +161,13 @@ const cases: TableCase[] = [
     seen: [],
   },
   {
+    table: 'channel_inbox',
+    seed: (tx, r) =>
+      tx.query(`insert into channel_inbox (channel, account, delivery_id, sender, event) values ('telegram', 'default', $1, $2, jsonb_build_object('inbound', jsonb_build_object('text', $1::text)))`, [r.tag, r.person]).then(() => {}),
+    read: `select delivery_id as tag from channel_inbox`,
+    seen: [],
+  },
+  {
     table: 'channel_credentials',
     seed: (tx, r) => tx.query(`insert into channel_credentials (channel, account, name, sealed) values ('telegram', $1, 'bot_token', 'v1.sealed')`, [r.tag]).then(() => {}),
     read: `select account as tag from channel_credentials`,

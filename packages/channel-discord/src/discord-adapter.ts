@@ -143,7 +143,7 @@ export function createDiscordAdapter(options: DiscordAdapterOptions): DiscordAda
   function listen(start: ChannelStartOptions, discord: Client): void {
     discord.on(Events.MessageCreate, (message) => {
       const event = bot === null ? null : toEvent(message, { bot, account, boundChannels });
-      if (event !== null) start.onMessage(event);
+      if (event !== null) void start.onMessage(event);
     });
     discord.on(Events.InteractionCreate, (interaction) => {
       if (interaction.isChatInputCommand()) {
@@ -156,7 +156,7 @@ export function createDiscordAdapter(options: DiscordAdapterOptions): DiscordAda
         const target: ChannelTarget = { chatId: interaction.channelId, replyTo: `interaction:${interaction.id}` };
         if (kind === 'dm') target.recipient = user.id;
         else target.visibleTo = user.id;
-        start.onMessage({
+        void start.onMessage({
           inbound: {
             channel: 'discord',
             account,

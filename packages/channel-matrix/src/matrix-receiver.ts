@@ -298,7 +298,7 @@ export function createReceiver(context: ReceiverContext) {
       else target.replyTo = eventId;
       if (relation?.rel_type === 'm.thread' && typeof relation.event_id === 'string') target.threadId = relation.event_id;
       const displayName = room?.getMember(sender)?.rawDisplayName;
-      context.start.onMessage({
+      void context.start.onMessage({
         inbound: {
           channel: matrixChannel,
           account: context.account,

@@ -190,25 +190,25 @@ export function createSlackAdapter(options: SlackAdapterOptions): SlackAdapter {
       // In a one-to-one conversation the same message comes as message.im, taken below.
       if (mention.channel.startsWith('D')) return;
       const handed = toEvent(mention, eventId(body), 'group', true);
-      if (handed !== null) start.onMessage(handed);
+      if (handed !== null) await start.onMessage(handed);
     });
     app.event('message', async ({ event, body }) => {
       const message = event as unknown as SlackMessageEvent;
       if (message.channel_type === 'im') {
         const handed = toEvent(message, eventId(body), 'dm', false);
-        if (handed !== null) start.onMessage(handed);
+        if (handed !== null) await start.onMessage(handed);
         return;
       }
       // In a channel, only a reply in a thread the bot answered in, without a mention (a mention comes as app_mention).
       if (bot === undefined || message.parent_user_id !== bot.userId || (message.text ?? '').includes(`<@${bot.userId}`)) return;
       const handed = toEvent(message, eventId(body), 'group', false);
-      if (handed !== null) start.onMessage(handed);
+      if (handed !== null) await start.onMessage(handed);
     });
     app.command('/roster', async ({ command, ack }) => {
       await ack();
       const kind = command.channel_id.startsWith('D') ? 'dm' : 'group';
       const target: ChannelTarget = kind === 'dm' ? { chatId: command.channel_id, recipient: command.user_id } : { chatId: command.channel_id, visibleTo: command.user_id };
-      start.onMessage({
+      void start.onMessage({
         inbound: {
           channel: 'slack',
           account,

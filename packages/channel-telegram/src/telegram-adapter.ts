@@ -216,9 +216,10 @@ export function createTelegramAdapter(options: TelegramAdapterOptions): Telegram
     capabilities: { threads: false, buttons: true, media: true, typing: true, textLimit: telegramTextLimit, commandPrefix: '/' },
 
     async start(start) {
-      bot.on('message', (context) => {
+      // Telegraf asks for the next updates, which confirms these, once every handler of the batch has resolved: that is, once Roster has kept them.
+      bot.on('message', async (context) => {
         const event = toEvent(context.update as Update.MessageUpdate);
-        if (event !== null) start.onMessage(event);
+        if (event !== null) await start.onMessage(event);
       });
       bot.on('callback_query', (context) => onCallback(start, context.callbackQuery));
       bot.catch((error) => log?.error({ err: safeError(error) }, 'a Telegram update could not be handled'));

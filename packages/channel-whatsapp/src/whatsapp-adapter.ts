@@ -234,7 +234,7 @@ export function createWhatsAppAdapter(options: WhatsAppAdapterOptions): ChannelA
       if (unread.size > unreadChats) unread.delete(unread.keys().next().value!);
     }
     if (press === null) {
-      start.onMessage(event);
+      void start.onMessage(event);
       return;
     }
     void start

@@ -6,7 +6,9 @@ import { RecentDeliveries } from './dedupe.js';
 import { ChannelError } from './errors.js';
 import { SenderRateLimit } from './rate-limit.js';
 import { retryRateLimited } from './retry.js';
+import { forTheBot, restored, storable } from './kept-event.js';
 import { splitText } from './split.js';
+import { streamer, type ReplyStream } from './stream.js';
 
 /**
  * Where approvals come from and where decisions go: the gateway gives
@@ -147,73 +149,7 @@ export async function serveChannel(options: ServeChannelOptions): Promise<Served
     return () => clearInterval(timer);
   }
 
-  /**
-   * The replies of one turn as they are written: a reply still growing after
-   * a while is sent as it stands, then edited at a bounded rate; the final
-   * text replaces it (and what does not fit goes in further messages).
-   */
-  function streamer(target: ChannelTarget) {
-    const settings = options.streaming === false ? null : { afterMs: options.streaming?.afterMs ?? 1500, everyMs: options.streaming?.everyMs ?? 1500 };
-    const limit = adapter.capabilities.textLimit;
-    const replies = new Map<string, { text: string; began: number; messageId: string | null; shown: string; lastEdit: number; busy: Promise<void> }>();
-    let failed = false;
-    /** In a team turn, each reply is headed by its agent's name (known once a second agent writes). */
-    const label = (agent: string, text: string, team = replies.size > 1) => (team ? `${agent}: ${text}` : text);
-    /** What can be shown of a growing text in one message: its beginning, marked as unfinished. */
-    const partial = (text: string) => (text.length + 2 > limit ? `${text.slice(0, limit - 2)} …` : `${text} …`);
-
-    function update(agent: string): void {
-      const reply = replies.get(agent)!;
-      if (settings === null || failed) return;
-      const now = Date.now();
-      if (reply.messageId === null ? now - reply.began < settings.afterMs : now - reply.lastEdit < settings.everyMs) return;
-      const shown = partial(label(agent, reply.text));
-      if (shown === reply.shown) return;
-      reply.lastEdit = now;
-      reply.shown = shown;
-      reply.busy = reply.busy.then(async () => {
-        try {
-          if (reply.messageId === null) reply.messageId = (await adapter.sendText(target, shown)).id;
-          else await adapter.editText(target, reply.messageId, shown);
-        } catch (error) {
-          // A stream that cannot go on falls back to one message with the whole reply at the end.
-          log?.debug({ err: error }, 'a streamed reply could not be updated');
-          if (reply.messageId === null) failed = true;
-        }
-      });
-    }
-
-    return {
-      onPart(agent: string, part: { type: string; text?: string }) {
-        if (part.type !== 'text-delta' || typeof part.text !== 'string') return;
-        let reply = replies.get(agent);
-        if (reply === undefined) {
-          reply = { text: '', began: Date.now(), messageId: null, shown: '', lastEdit: 0, busy: Promise.resolve() };
-          replies.set(agent, reply);
-        }
-        reply.text += part.text;
-        update(agent);
-      },
-      /** The final text of an agent's reply: into the message already sent, if any, and the rest after it. Resolves to whether it was delivered. */
-      async finish(agent: string, text: string, team: boolean): Promise<boolean> {
-        const reply = replies.get(agent);
-        const whole = label(agent, text, team);
-        if (reply === undefined || reply.messageId === null) return send(target, whole);
-        await reply.busy;
-        const [first = '', ...rest] = splitText(whole, limit);
-        const messageId = reply.messageId;
-        if (!(await deliver(target, () => adapter.editText(target, messageId, first)))) return false;
-        for (const part of rest) if (!(await deliver(target, () => adapter.sendText(target, part)))) return false;
-        return true;
-      },
-      /** Wait for edits under way (the turn failed or was cut short). */
-      async drain(): Promise<void> {
-        await Promise.allSettled([...replies.values()].map((reply) => reply.busy));
-      },
-    };
-  }
-
-  async function answer(event: ChannelEvent, result: TurnResult, stream: ReturnType<typeof streamer>): Promise<void> {
+  async function answer(event: ChannelEvent, result: TurnResult, stream: ReplyStream): Promise<void> {
     if (result.notice !== null && result.notice.trim() !== '' && !(await send(event.target, result.notice))) return;
     for (const reply of result.replies) {
       if (reply.text.trim() === '') continue;
@@ -221,16 +157,20 @@ export async function serveChannel(options: ServeChannelOptions): Promise<Served
     }
   }
 
-  async function handle(event: ChannelEvent): Promise<void> {
+  /**
+   * Handle one message and answer it. Resolves to whether it is done with
+   * (answered, or needing no answer); false when this gateway's stop cut its
+   * turn short or another gateway holds the account now: then it stays in
+   * the inbox, for the account's next holder.
+   */
+  async function handle(event: ChannelEvent): Promise<boolean> {
     const inbound = event.inbound;
     const sender = inbound.sender.externalId ?? '';
-    const command = inbound.text.trimStart().startsWith('/');
-    // In a group, only what is for the bot: a mention, a reply to it, a command.
-    if (inbound.conversation.kind === 'group' && !event.mentionsBot && !event.replyToBot && !command) return;
+    if (!forTheBot(event)) return true;
     if (!limit.take(sender)) {
       if (known.has(sender) && warned.take(sender)) await send(event.target, slowDown);
       log?.debug('a message over the sender’s rate limit was dropped');
-      return;
+      return true;
     }
     // The files go to the core with the words; an agent whose engine cannot read them says so itself.
     let files: InboundFile[] = [];
@@ -243,25 +183,25 @@ export async function serveChannel(options: ServeChannelOptions): Promise<Served
         log?.warn({ err: ChannelError.isChannelError(error) ? { code: error.code, message: error.message } : { name: error instanceof Error ? error.name : 'Error' } }, 'the files of a message were not taken');
         const person = await core.directory.personByIdentity(adapter.channel, sender);
         if (person !== null) await send(event.target, ChannelError.isChannelError(error) ? error.message : failedFetch);
-        return;
+        return true;
       }
     }
     let words = inbound.text;
     if (inbound.text.trim() === '' && files.length === 0) {
       // Only media that was not handed over: the agents would have nothing to read. A person it knows is told so;
       // anyone else meets the binding's policy in the core (the pairing hint, or nothing), with the media named in words.
-      if (unread.length === 0) return;
+      if (unread.length === 0) return true;
       const person = await core.directory.personByIdentity(adapter.channel, sender);
       if (person !== null) {
         await send(event.target, cannotRead(describeMedia(unread)));
-        return;
+        return true;
       }
       words = `[${describeMedia(unread)}]`;
     }
     const stopTyping = known.has(sender) ? typing(event.target) : () => undefined;
     let result: TurnResult;
     // Replies stream only in a one-to-one chat: in a group, an answer under construction would interleave with others.
-    const stream = streamer(event.target);
+    const stream = streamer(event.target, { adapter, streaming: options.streaming, send, deliver, ...(log === undefined ? {} : { log }) });
     const streaming = inbound.conversation.kind === 'dm' && options.streaming !== false;
     try {
       result = await core.handle(files.length === 0 ? { ...inbound, text: words } : { ...inbound, files }, {
@@ -276,22 +216,86 @@ export async function serveChannel(options: ServeChannelOptions): Promise<Served
       if (RosterError.isInstance(error) && error.code === 'lease_lost') {
         // Another gateway holds the account now: it answers; this one neither stores nor says anything more.
         log?.warn('a turn was refused: this gateway no longer holds the bot account');
-        return;
+        return false;
       }
       if (stopping.signal.aborted || (RosterError.isInstance(error) && error.code === 'database_closed')) {
         // Cut short by this process stopping: nothing of the turn was kept, and the person is not told an internal reason.
         log?.warn({ err: error }, 'a turn was cut short by the stop');
-        return;
+        return false;
       }
       log?.error({ err: error }, 'the turn failed');
       await send(event.target, RosterError.isInstance(error) ? error.message : failedTurn);
-      return;
+      return true;
     }
     stopTyping();
-    if (result.duplicate) return;
+    if (result.duplicate) return true;
     if (result.person !== null) known.add(sender);
     await answer(event, result, stream);
     if (unread.length > 0 && result.person !== null) await send(event.target, cannotRead(describeMedia(unread)));
+    return true;
+  }
+
+  /** Track a message's work until it is answered: a stop waits for it (see answersGraceMs). */
+  function track(work: Promise<void>): void {
+    const tracked: Promise<void> = work
+      .catch((error: unknown) => log?.error({ err: error }, 'a message could not be handled'))
+      .finally(() => inFlight.delete(tracked));
+    inFlight.add(tracked);
+  }
+
+  /** Answer a message, then take it out of the inbox when it is done with (`id` null: it was not kept there). */
+  async function answerTaken(id: string | null, event: ChannelEvent): Promise<void> {
+    const done = await handle(event).catch((error: unknown) => {
+      log?.error({ err: error }, 'a message could not be handled');
+      return true;
+    });
+    if (!done || id === null) return;
+    await core.inbox.done(id).catch((error: unknown) => log?.warn({ err: error }, 'an answered message stayed in the inbox: its next holder will find it answered'));
+  }
+
+  /**
+   * Under a lease, a message is kept in the inbox before anything else, and
+   * the adapter waits for that before it lets the platform count it
+   * delivered; then it is answered. Resolves once it is kept.
+   */
+  function take(event: ChannelEvent): Promise<void> {
+    const fence = options.fence;
+    if (fence === undefined) {
+      track(answerTaken(null, event));
+      return Promise.resolve();
+    }
+    const kept = core.inbox
+      .take(fence, { deliveryId: event.deliveryId, sender: event.inbound.sender.externalId ?? '', event: storable(event) })
+      .then((id) => ({ id, error: null }), (error: unknown) => ({ id: null, error }));
+    track(
+      kept.then(({ id, error }) => {
+        if (error === null && id === null) return log?.debug('a delivery already kept was dropped');
+        if (RosterError.isInstance(error) && error.code === 'lease_lost') return log?.warn('a message was not taken: this gateway no longer holds the bot account');
+        if (error !== null) log?.warn({ err: error }, 'a message could not be kept in the inbox: answering it all the same');
+        return answerTaken(id, event);
+      }),
+    );
+    return kept.then(() => undefined);
+  }
+
+  /**
+   * What the last holder of the account took and did not answer (its stop
+   * cut the turns short, or it was killed): answered now, in the order it was
+   * taken, before anything new. Their files were not kept: the person is
+   * asked to send them again.
+   */
+  async function answerWaiting(fence: MessageFence): Promise<void> {
+    const waiting = await core.inbox.waiting(fence);
+    for (const message of waiting) {
+      const event = message.event === null ? null : restored(message.event);
+      if (event !== null && deliveries.first(`${adapter.channel}:${adapter.account}:${event.deliveryId}`)) {
+        track(answerTaken(message.id, event));
+        continue;
+      }
+      // Its words were forgotten while it waited, or this gateway has it already: nothing to answer.
+      await core.inbox.done(message.id);
+    }
+    if (waiting.length > 0) log?.info({ messages: waiting.length }, 'answering the messages the account’s last holder took and did not answer');
   }
 
   async function onApprovalPress(press: ApprovalPress): Promise<{ text: string; decided: boolean }> {
@@ -348,14 +352,14 @@ export async function serveChannel(options: ServeChannelOptions): Promise<Served
     onMessage(event) {
       if (!deliveries.first(`${adapter.channel}:${adapter.account}:${event.deliveryId}`)) {
         log?.debug('a redelivered update was dropped');
-        return;
+        return Promise.resolve();
       }
-      const work = handle(event)
-        .catch((error: unknown) => log?.error({ err: error }, 'a message could not be handled'))
-        .finally(() => inFlight.delete(work));
-      inFlight.add(work);
+      // In a group, what is not for the bot is neither kept nor answered.
+      if (!forTheBot(event)) return Promise.resolve();
+      return take(event);
     },
   });
+  if (options.fence !== undefined) await answerWaiting(options.fence);
 
   let poll: NodeJS.Timeout | undefined;
   if (options.approvals !== undefined && options.pushesApprovals !== false) {

@@ -107,10 +107,14 @@ export interface SentMessage {
 
 export interface ChannelStartOptions {
   /**
-   * A platform message for Roster. The adapter does not wait for it before
-   * taking the next update: one slow answer never holds the others up.
+   * A platform message for Roster. Resolves once Roster has kept it (in the
+   * database, under the bot account's lease), never after the answer: one
+   * slow answer never holds the others up. An adapter whose platform counts
+   * a message delivered only when it asks for more (Telegram's next long
+   * poll) waits for it before asking, so that a gateway stopped or killed in
+   * between loses nothing: the next holder of the account answers it.
    */
-  onMessage(event: ChannelEvent): void;
+  onMessage(event: ChannelEvent): void | Promise<void>;
   /**
    * An approval button was pressed. Resolves to what the presser is told and
    * whether the approval was decided (then its buttons can go).

@@ -1,6 +1,7 @@
 import { createAgentRunner } from './agent-runner.js';
 import { ConversationStore } from './conversation-store.js';
 import { createDirectory } from './directory.js';
+import { createChannelInbox } from './inbox.js';
 import { LearningEventStore } from './learning-event-store.js';
 import { erasePerson } from './person-erase.js';
 import { exportPerson } from './person-export.js';
@@ -58,6 +59,7 @@ export function createCore(options: CoreOptions): Core {
 
   return {
     directory,
+    inbox: createChannelInbox(database),
     purgeAgent: (name, confirmation) => purgeAgent({ database, memory, directory }, name, confirmation),
     exportPerson: (person) => exportPerson({ database, memory, directory }, person),
     erasePerson: (person, confirmation, actor) => erasePerson({ database, memory, directory }, person, confirmation, actor),

@@ -24,7 +24,7 @@ export interface PersonEraseDeps {
 /** The tables the erasure rewrites, for the erase job that takes the bytes off the disk. */
 const reachedTables = [
   'facts', 'fact_embeddings', 'messages', 'conversations', 'learning_events', 'mirror_cases', 'mirror_runs', 'episodes', 'approvals', 'lessons', 'outbox',
-  'identities', 'link_codes', 'login_links', 'web_sessions', 'api_tokens', 'approval_pushes', 'channel_bindings', 'people',
+  'identities', 'link_codes', 'login_links', 'web_sessions', 'api_tokens', 'approval_pushes', 'channel_bindings', 'channel_inbox', 'people',
 ];
 
 /** Names compared as a person types them: trimmed, composed, any letter case. */
@@ -73,8 +73,13 @@ export async function erasePerson({ database, directory, memory }: PersonEraseDe
     }
   }
   const erased = await database.adminScope("owner: erase a person's data", async (tx) => {
+    // The messages of theirs a gateway took and has not answered: gone with their handles.
+    const waiting = await tx.query(
+      'delete from channel_inbox i using identities d where d.person_id = $1 and d.channel = i.channel and d.external_id = i.sender',
+      [person.id],
+    );
     const { rows } = await tx.query<{ counts: Record<string, number> }>('select roster_erase_person($1) as counts', [person.id]);
-    const counts = rows[0]!.counts;
+    const counts = { ...rows[0]!.counts, channel_inbox: waiting.rowCount ?? 0 };
     await tx.query('select roster_queue_erase($1)', [reachedTables]);
     // Every agent's chain says that this person's data was erased: their random id and counts, no name, no words.
     for (const agent of agents) {

@@ -284,6 +284,9 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
         return { agent, scope, answer, uses: context.uses! };
       }),
     );
+    // A turn whose caller gave up (a gateway stopping, a chat that hung up) keeps no reply, not even a failure's:
+    // its message stays unanswered, for the retry or the bot account's next holder to answer.
+    if (turn.signal?.aborted === true) throw new RosterError('turn_aborted', 'The turn was cut short before its replies were stored.');
     // Replies are stored once every agent has answered, so that one that repeats words another agent forgot
     // in this same turn is not kept after the forget erased the transcript; nor are the signals, which hold the person's words.
     const phrases = forgotten.map(normalizeText).filter((phrase) => phrase !== '');

@@ -6,6 +6,7 @@ import type { Engine, EnginePart, EngineToolCall, InboundMessage } from '@roster
 import type { LearningSignal } from './signals.js';
 import type { PersonErasure } from './person-erase.js';
 import type { PersonExport } from './person-export.js';
+import type { ChannelInbox } from './inbox.js';
 
 export type { InboundFile, InboundMessage } from '@roster/contracts';
 export { maxFileBytes, maxFiles } from '@roster/contracts';
@@ -120,6 +121,8 @@ export const maxMessageLength = maxTextLength;
  */
 export interface Core {
   readonly directory: Directory;
+  /** The messages gateways took and have not answered yet: kept so that a stop or a crash loses none. */
+  readonly inbox: ChannelInbox;
   handle(inbound: InboundMessage, options?: TurnOptions): Promise<TurnResult>;
   /**
    * “That was wrong”, said at a door that is not a conversation (the page's

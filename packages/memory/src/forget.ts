@@ -83,12 +83,14 @@ export async function forgetFact(context: ForgetContext, scope: Scope, factId: s
     // The request that asked to forget is erased with the rest.
     const reached = [...new Set([...sources, ...(provenance.sourceMessageIds ?? [])])];
     const erased = await tx.query<{ counts: Record<string, number> }>('select roster_forget_everywhere($1, $2) as counts', [reached, phrases]);
+    // And the messages a gateway took that wait to be answered (channel_inbox).
+    const waiting = await tx.query<{ count: number }>('select roster_forget_inbox($1) as count', [phrases]);
     await tx.query('delete from fact_embeddings where fact_id = any($1)', [ids]);
     // The row stays (history shows that something existed), with no hash of its words either.
     await tx.query(`update facts set content = '', content_hash = '', trust = 'forgotten' where id = any($1)`, [ids]);
     const forgotten = await loadFact(tx, fact.id);
     const tombstoneId = tombstone.rows[0]!.id;
-    const reach = erased.rows[0]?.counts ?? {};
+    const reach: Record<string, number> = { ...(erased.rows[0]?.counts ?? {}), channel_inbox: Number(waiting.rows[0]?.count ?? 0) };
     // The files too: an erase job rewrites every table this forget reached (one pending erase, however many forgets).
     await enqueue(tx, { queue: 'erase', payload: { tables: ['facts', 'fact_embeddings', ...Object.keys(reach)] } });
     const messagesErased = Number(reach['messages'] ?? 0);
