@@ -15,7 +15,7 @@ export interface ChannelCheck {
 /**
  * What a plugin is given: the logger, secrets derived from the installation
  * key, the services of this process, and, where a database is open, a
- * linked device's session in it.
+ * linked device's session in it. Never the database itself.
  */
 export function channelHost(options: { logger: Logger; key?: InstallationKey; database?: Database; services?: Readonly<Record<string, unknown>> }): ChannelHost {
   const { key, database } = options;
@@ -25,7 +25,7 @@ export function channelHost(options: { logger: Logger; key?: InstallationKey; da
       if (key === undefined) throw new Error('The installation key could not be loaded: roster doctor says why.');
       return key.derive(purpose);
     },
-    services: { ...(database === undefined ? {} : { database }), ...(key === undefined ? {} : { key }), ...options.services },
+    services: { ...(key === undefined ? {} : { key }), ...options.services },
     ...(database === undefined ? {} : { linkedDevice: (channel: string, account: string) => createLinkedDeviceStore(database, channel, account) }),
   };
 }

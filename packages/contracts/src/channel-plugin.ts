@@ -102,8 +102,9 @@ export interface ChannelHost {
   /** A secret derived from the installation key for `purpose`: the same on every process of the installation. */
   derive(purpose: string): Buffer;
   /**
-   * Services by name, for a plugin that keeps state in Roster's database (a
-   * linked device's session): `database`, `key`. Absent where the process has none.
+   * Services by name: `key`, the installation key, with which a plugin seals
+   * what it keeps (a linked device's session); a test's stand-ins. Absent
+   * where the process has none.
    */
   services: Readonly<Record<string, unknown>>;
   /**
