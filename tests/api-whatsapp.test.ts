@@ -1,5 +1,6 @@
-import { WhatsAppSessionStore } from '@roster/channel-whatsapp';
+import { WhatsAppSession } from '@roster/channel-whatsapp';
 import { testInstallationKey } from '@roster/config/testing';
+import { createLinkedDeviceStore } from '@roster/gateway';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiServer, type ApiServer, type Browser } from './support/api-server.js';
 
@@ -7,7 +8,7 @@ import { startApiServer, type ApiServer, type Browser } from './support/api-serv
 let server: ApiServer;
 let owner: Browser;
 let member: Browser;
-let store: WhatsAppSessionStore;
+let store: WhatsAppSession;
 const qr = 'https://wa.me/settings/linked_devices#2@pairing-reference,bm9pc2U=,aWRlbnRpdHk=,YWR2LXNlY3JldA==,1';
 
 beforeAll(async () => {
@@ -15,7 +16,7 @@ beforeAll(async () => {
   const { directory } = server.runtime.core;
   owner = await server.signIn(await directory.addPerson({ name: 'Ada', role: 'owner' }));
   member = await server.signIn(await directory.addPerson({ name: 'Bob', role: 'member' }));
-  store = new WhatsAppSessionStore(server.test.database, testInstallationKey);
+  store = new WhatsAppSession(createLinkedDeviceStore(server.test.database, 'whatsapp', 'default'), testInstallationKey);
 });
 afterAll(async () => {
   await server?.close();

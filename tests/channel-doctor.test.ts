@@ -1,8 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { WhatsAppSessionStore } from '@roster/channel-whatsapp';
+import { WhatsAppSession } from '@roster/channel-whatsapp';
 import { testInstallationKey, testSecretKey } from '@roster/config/testing';
 import { openEmbeddedDatabase } from '@roster/db';
+import { createLinkedDeviceStore } from '@roster/gateway';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeDiscord } from '@roster/channel-discord/testing';
 import { startFakeSlack } from '@roster/channel-slack/testing';
@@ -87,7 +88,7 @@ describe('WhatsApp in roster doctor and roster channel add', () => {
     // Linked, as the gateway stores it (the embedded database is one process's at a time: between two runs).
     const database = await openEmbeddedDatabase(path.join(dir, 'pglite'));
     try {
-      const { state, saveCreds } = await new WhatsAppSessionStore(database, testInstallationKey).authState();
+      const { state, saveCreds } = await new WhatsAppSession(createLinkedDeviceStore(database, 'whatsapp', 'default'), testInstallationKey).authState();
       Object.assign(state.creds, { me: { id: '4915550000000:12@s.whatsapp.net', name: 'Roster' } });
       await saveCreds();
     } finally {

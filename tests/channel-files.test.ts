@@ -6,6 +6,7 @@ import { until, type FakePlatform } from '@roster/channels/conformance';
 import { maxFileBytes, type Core } from '@roster/core';
 import type { Database } from '@roster/db';
 import { openTestDatabase } from '@roster/db/testing';
+import { createLinkedDeviceStore } from '@roster/gateway';
 import { createRuntime } from '@roster/runtime';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeDiscord, type FakeDiscord } from '@roster/channel-discord/testing';
@@ -56,9 +57,10 @@ async function setUp<Platform extends FakePlatform>(given: Platform | ((database
 
 /** WhatsApp's far side over `database`, linked as roster channel add whatsapp links it. */
 async function linkedWhatsApp(database: Database): Promise<FakeWhatsApp> {
-  const whatsapp = await startFakeWhatsApp({ database, key: testInstallationKey });
+  const store = createLinkedDeviceStore(database, 'whatsapp', 'default');
+  const whatsapp = await startFakeWhatsApp({ store, key: testInstallationKey });
   cleanups.push(() => whatsapp.close());
-  await linkThrough(whatsapp, { database, key: testInstallationKey });
+  await linkThrough(whatsapp, { store, key: testInstallationKey });
   whatsapp.adapter = whatsapp.makeAdapter();
   return whatsapp;
 }

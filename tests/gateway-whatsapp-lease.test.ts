@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { linkThrough, startFakeWhatsApp, fakeBot } from '@roster/channel-whatsapp/testing';
 import { testInstallationKey } from '@roster/config/testing';
 import { openTestDatabase } from '@roster/db/testing';
+import { createLinkedDeviceStore } from '@roster/gateway';
 import { cleanEnv, endRoster, runRoster, tempDataDir, type RunningRoster } from './support/roster-process.js';
 import { registeredSockets, startRegistry } from './support/whatsapp-registry.js';
 
@@ -95,9 +96,10 @@ describe('two gateways, one linked WhatsApp number', () => {
     cleanups.push(() => registry.close());
     const test = await openTestDatabase();
     cleanups.push(() => test.cleanup());
-    const fake = await startFakeWhatsApp({ database: test.database, key: testInstallationKey });
+    const store = createLinkedDeviceStore(test.database, 'whatsapp', 'default');
+    const fake = await startFakeWhatsApp({ store, key: testInstallationKey });
     cleanups.push(() => fake.close());
-    await linkThrough(fake, { database: test.database, key: testInstallationKey });
+    await linkThrough(fake, { store, key: testInstallationKey });
     const socketFactory = registeredSockets(fake.socketFactory, registry.port, fakeBot.number);
     const adapters = [fake.makeAdapter({ socketFactory }), fake.makeAdapter({ socketFactory })];
     const abort = new AbortController();

@@ -1,5 +1,6 @@
-import { WhatsAppSessionStore } from '@roster/channel-whatsapp';
+import { WhatsAppSession } from '@roster/channel-whatsapp';
 import { testInstallationKey } from '@roster/config/testing';
+import { createLinkedDeviceStore } from '@roster/gateway';
 import { mirrorReport } from '@roster/learning';
 import { describe, expect, it } from 'vitest';
 import { browser, day, expectOwnOriginOnly, open, problems, roster, say, shot, unlabelledControls, useWebBrowser, watch } from './support/web-browser.js';
@@ -159,7 +160,7 @@ describe('the web page in a browser', () => {
     await shot(page, 'mirror');
 
     // People; the channels (WhatsApp waiting for a scan, its code on the screen); the audit, whose chain verifies.
-    await new WhatsAppSessionStore(roster.database, testInstallationKey).showQr('https://wa.me/settings/linked_devices#2@ref,bm9pc2U=,aWQ=,YWR2,1');
+    await new WhatsAppSession(createLinkedDeviceStore(roster.database, 'whatsapp', 'default'), testInstallationKey).showQr('https://wa.me/settings/linked_devices#2@ref,bm9pc2U=,aWQ=,YWR2,1');
     await open(page, 'Channels', 'Channels');
     await page.locator('.channel-link img.qr').waitFor();
     expect(await page.locator('.channel-link').textContent()).toContain('waiting for a scan');

@@ -5,8 +5,8 @@ import { createLogger, parseConfig } from '@roster/config';
 import { testInstallationKey } from '@roster/config/testing';
 import { pairingHint, type Person } from '@roster/core';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
-import { checkChannels, startGateway, type RunningGateway } from '@roster/gateway';
-import { WhatsAppSessionStore } from '@roster/channel-whatsapp';
+import { checkChannels, createLinkedDeviceStore, startGateway, type RunningGateway } from '@roster/gateway';
+import { WhatsAppSession } from '@roster/channel-whatsapp';
 import { createRuntime, type Runtime } from '@roster/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -67,9 +67,11 @@ beforeAll(async () => {
   ada = await directory.addPerson({ name: 'Ada' });
   bob = await directory.addPerson({ name: 'Bob' });
   await directory.bindChannel({ channel: 'whatsapp', account: 'default', agent: 'Scout', policy: 'pairing' });
-  fake = await startFakeWhatsApp({ database: test.database, key: testInstallationKey });
+  // WhatsApp's session in the database, where the gateway's host keeps it.
+  const store = createLinkedDeviceStore(test.database, 'whatsapp', 'default');
+  fake = await startFakeWhatsApp({ store, key: testInstallationKey });
   // Linked once, as roster channel add whatsapp does; the gateway then resumes the stored session.
-  await linkThrough(fake, { database: test.database, key: testInstallationKey });
+  await linkThrough(fake, { store, key: testInstallationKey });
 });
 afterAll(async () => {
   await gateway?.stop();
@@ -152,7 +154,7 @@ describe('WhatsApp through the gateway', () => {
   });
 
   it('is reported by the doctor as linked, waiting for a scan, or logged out with the number to link again', async () => {
-    const store = new WhatsAppSessionStore(test.database, testInstallationKey, 'default');
+    const store = new WhatsAppSession(createLinkedDeviceStore(test.database, 'whatsapp', 'default'), testInstallationKey);
     const check = async () => (await checkChannels(config, { database: test.database, logger })).find((entry) => entry.channel === 'whatsapp');
     // The link, and which gateway holds the linked device now.
     // Ok while a gateway receives it; a linked number nobody receives fails, and says so.

@@ -12,9 +12,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { WhatsAppSessionStore } from '@roster/channel-whatsapp';
+import { WhatsAppSession } from '@roster/channel-whatsapp';
 import { testInstallationKey } from '@roster/config/testing';
 import { migrate, openEmbeddedDatabase } from '@roster/db';
+import { createLinkedDeviceStore } from '@roster/gateway';
 import {
   addTransactionCapability,
   Curve,
@@ -63,7 +64,7 @@ export async function run(args: readonly string[]): Promise<BenchmarkReport> {
   const database = await openEmbeddedDatabase(path.join(folder, 'pglite'));
   try {
     await migrate(database);
-    const sealed = new WhatsAppSessionStore(database, testInstallationKey, 'bench');
+    const sealed = new WhatsAppSession(createLinkedDeviceStore(database, 'whatsapp', 'bench'), testInstallationKey);
     const opened = await sealed.authState();
     Object.assign(opened.state.creds, { me: { id: '4915550000000:12@s.whatsapp.net', name: 'Roster' } });
     const files = await useMultiFileAuthState(path.join(folder, 'files'));

@@ -11,10 +11,9 @@
  */
 import { channelVariables } from '@roster/channel-registry';
 import { fakeBot, linkThrough, startFakeWhatsApp } from '@roster/channel-whatsapp/testing';
-import { readWhatsAppLink } from '@roster/channel-whatsapp';
 import { createLogger, loadInstallationKey, parseConfig } from '@roster/config';
 import { migrate, openDatabase } from '@roster/db';
-import { startGateway } from '@roster/gateway';
+import { createLinkedDeviceStore, startGateway } from '@roster/gateway';
 import { createRuntime } from '@roster/runtime';
 import { registeredSockets } from './whatsapp-registry.js';
 
@@ -24,9 +23,10 @@ const database = await openDatabase({ config, logger });
 await migrate(database);
 const key = loadInstallationKey(config);
 const runtime = await createRuntime({ config, database, logger, key });
-const fake = await startFakeWhatsApp({ database, key });
+const store = createLinkedDeviceStore(database, 'whatsapp', 'default');
+const fake = await startFakeWhatsApp({ store, key });
 // Linked once, as roster channel add whatsapp does (the first process to come links it; later ones find the link).
-if ((await readWhatsAppLink(database))?.status !== 'linked') await linkThrough(fake, { database, key });
+if ((await store.read())?.status !== 'linked') await linkThrough(fake, { store, key });
 
 const socketFactory = registeredSockets(fake.socketFactory, Number(process.env.WHATSAPP_REGISTRY), fakeBot.number);
 

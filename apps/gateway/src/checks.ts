@@ -2,6 +2,7 @@ import type { InstallationKey, Logger } from '@roster/config';
 import type { ChannelHost } from '@roster/contracts';
 import type { Database } from '@roster/db';
 import { describeAccounts } from './accounts.js';
+import { createLinkedDeviceStore } from './linked-devices.js';
 import { channelStates, type ChannelConfig, type StoredSettings } from './settings.js';
 
 /** A channel as `roster doctor` reports it. */
@@ -11,16 +12,21 @@ export interface ChannelCheck {
   detail: string;
 }
 
-/** What a plugin is given: the logger, secrets derived from the installation key, and the services of this process. */
+/**
+ * What a plugin is given: the logger, secrets derived from the installation
+ * key, the services of this process, and, where a database is open, a
+ * linked device's session in it. Never the database itself.
+ */
 export function channelHost(options: { logger: Logger; key?: InstallationKey; database?: Database; services?: Readonly<Record<string, unknown>> }): ChannelHost {
-  const { key } = options;
+  const { key, database } = options;
   return {
     logger: options.logger,
     derive: (purpose) => {
       if (key === undefined) throw new Error('The installation key could not be loaded: roster doctor says why.');
       return key.derive(purpose);
     },
-    services: { ...(options.database === undefined ? {} : { database: options.database }), ...(key === undefined ? {} : { key }), ...options.services },
+    services: { ...(key === undefined ? {} : { key }), ...options.services },
+    ...(database === undefined ? {} : { linkedDevice: (channel: string, account: string) => createLinkedDeviceStore(database, channel, account) }),
   };
 }
 

@@ -17,6 +17,7 @@ import { createShardCounts, fairShare, unitsOf, type Unit } from './units.js';
 export { channelHost, checkChannels, type ChannelCheck } from './checks.js';
 export { createLeaseStore, leaseHolderName, type HeldLease, type LeaseHolder, type LeaseStore } from './lease.js';
 export { describeAccounts, holderParts, type AccountReport } from './accounts.js';
+export { createLinkedDeviceStore } from './linked-devices.js';
 export { channelStates, serverAddress, type ChannelConfig, type ChannelState, type OpenedCredentials, type StoredBinding, type StoredSettings } from './settings.js';
 
 /** The platforms' webhooks (Slack's events, Telegram's updates) a gateway answers, for the server that receives them. */

@@ -14,7 +14,7 @@ import {
   type WAPresence,
 } from 'baileys';
 import type { ILogger } from 'baileys/lib/Utils/logger.js';
-import type { WhatsAppSessionStore } from './session-store.js';
+import type { WhatsAppSession } from './session.js';
 
 /**
  * The part of a baileys socket Roster uses: its event emitter, the account
@@ -54,7 +54,7 @@ export interface ConnectionEvents {
 }
 
 export interface ConnectionOptions {
-  store: WhatsAppSessionStore;
+  store: WhatsAppSession;
   socketFactory?: WhatsAppSocketFactory;
   logger?: Logger;
   /** The first wait after a drop; it doubles on each failed try (default 1 s). */

@@ -1,7 +1,7 @@
 /** What the WhatsApp far side offers its tests (fake-whatsapp.ts), and how it is started. Test-only. */
 import type { Delivered, FakePlatform, PlatformUser } from '@roster/channels/conformance';
 import type { InstallationKey } from '@roster/config';
-import type { Database } from '@roster/db';
+import type { LinkedDeviceStore } from '@roster/contracts';
 import type { MediaType, proto, UserFacingSocketConfig, WAMessage, WAMessageKey, WAPresence } from 'baileys';
 import type { WhatsAppSocket, WhatsAppSocketFactory } from './connection.js';
 import type { MediaFields } from './fake-media-server.js';
@@ -31,7 +31,7 @@ export interface FakeWhatsApp extends FakePlatform {
   reads(): WAMessageKey[];
   /** Presence updates the bot sent: `composing`, `paused`, with the chat. */
   presences(): Array<{ type: WAPresence; jid: string }>;
-  /** Make an adapter against this far side (over `database`, sealed with `key`). */
+  /** Make an adapter against this far side (its session in `store`, sealed with `key`). */
   makeAdapter(options?: Partial<WhatsAppAdapterOptions>): ReturnType<typeof createWhatsAppAdapter>;
   /** Deliver a raw message as WhatsApp would. */
   push(message: WAMessage): void;
@@ -50,9 +50,9 @@ export interface FakeWhatsApp extends FakePlatform {
 }
 
 export interface FakeWhatsAppOptions {
-  database: Database;
+  /** Where the adapters it makes keep the account's session (and which account they serve). */
+  store: LinkedDeviceStore;
   key: InstallationKey;
-  account?: string;
   /** QR codes one pairing shows before WhatsApp ends it (default 6, as WhatsApp's refs). */
   qrCodes?: number;
   /** How long each QR code lives (default 20 s). */

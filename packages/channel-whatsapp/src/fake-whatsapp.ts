@@ -23,7 +23,7 @@ import { randomBytes } from 'node:crypto';
 import { Boom } from '@hapi/boom';
 import { fakePicture, type Delivered, type PlatformMessage, type PlatformUser, type SendAttempt, type SentRecord } from '@roster/channels/conformance';
 import type { InstallationKey } from '@roster/config';
-import type { Database } from '@roster/db';
+import type { LinkedDeviceStore } from '@roster/contracts';
 import {
   buildPairingQRData,
   DisconnectReason,
@@ -287,7 +287,7 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions): Promise<F
     reads: () => [...reads],
     presences: () => [...presences],
     makeAdapter: (adapterOptions = {}) =>
-      createWhatsAppAdapter({ database: options.database, key: options.key, socketFactory, mediaOrigin, backoffMs: 50, linkPollMs: 100, ...(options.account === undefined ? {} : { account: options.account }), ...adapterOptions }),
+      createWhatsAppAdapter({ store: options.store, key: options.key, socketFactory, mediaOrigin, backoffMs: 50, linkPollMs: 100, ...adapterOptions }),
     push,
     async deliver(message) {
       return deliverBuilt(await build(message));
@@ -352,7 +352,7 @@ function messageId(): string {
 }
 
 /** Link the account through the far side: the QR code is shown, and scanned. */
-export async function linkThrough(fake: FakeWhatsApp, options: { database: Database; key: InstallationKey; account?: string }): Promise<string> {
+export async function linkThrough(fake: FakeWhatsApp, options: { store: LinkedDeviceStore; key: InstallationKey }): Promise<string> {
   const { phone } = await linkWhatsApp({
     ...options,
     socketFactory: fake.socketFactory,

@@ -2,6 +2,6 @@ export { createWhatsAppAdapter, approvalCode, whatsappTextLimit, type WhatsAppAd
 export { toChannelError } from './channel-errors.js';
 export { makeBaileysSocket, type WhatsAppSocket, type WhatsAppSocketFactory } from './connection.js';
 export { linkWhatsApp, type LinkWhatsAppOptions } from './link.js';
-export { phoneOf, readWhatsAppLink, WhatsAppSessionStore, type WhatsAppLink, type WhatsAppLinkStatus } from './session-store.js';
+export { phoneOf, WhatsAppSession, type WhatsAppLink } from './session.js';
 export { qrSvg, qrText } from './qr.js';
 export { channelPlugin } from './plugin.js';

@@ -1,13 +1,13 @@
 import type { InstallationKey } from '@roster/config';
-import type { ChannelLogger as Logger } from '@roster/contracts';
+import type { LinkedDeviceStore, ChannelLogger as Logger } from '@roster/contracts';
 import { RosterError } from '@roster/errors';
 import { WhatsAppConnection, type WhatsAppSocketFactory } from './connection.js';
-import { phoneOf, WhatsAppSessionStore } from './session-store.js';
+import { phoneOf, WhatsAppSession } from './session.js';
 
 export interface LinkWhatsAppOptions {
-  database: import('@roster/db').Database;
+  /** Where the account's session is kept (the host's), sealed with `key`. */
+  store: LinkedDeviceStore;
   key: InstallationKey;
-  account?: string;
   logger?: Logger;
   socketFactory?: WhatsAppSocketFactory;
   /** Each QR code to show, as it comes (about every 20 s until one is scanned). */
@@ -23,7 +23,7 @@ export interface LinkWhatsAppOptions {
  * it is. Resolves to the linked number.
  */
 export async function linkWhatsApp(options: LinkWhatsAppOptions): Promise<{ phone: string; already: boolean }> {
-  const store = new WhatsAppSessionStore(options.database, options.key, options.account);
+  const store = new WhatsAppSession(options.store, options.key);
   if (await store.linked()) {
     const link = await store.read();
     return { phone: link?.phone ?? 'an unknown number', already: true };

@@ -1,20 +1,21 @@
-import { defineChannelPlugin, flag, type ChannelCheck, type ChannelHost } from '@roster/contracts';
+import { defineChannelPlugin, flag, type ChannelCheck, type ChannelHost, type LinkedDeviceStore } from '@roster/contracts';
 import type { InstallationKey } from '@roster/config';
-import type { Database } from '@roster/db';
 import type { WhatsAppSocketFactory } from './connection.js';
 
+const name = 'whatsapp';
 const relink = 'roster channel add whatsapp';
 
-/** What the host must offer: the session lives in Roster's database, sealed with the installation key. */
-function services(host: ChannelHost): { database: Database; key: InstallationKey; socketFactory?: WhatsAppSocketFactory } {
-  const { database, key, whatsappSocketFactory } = host.services as { database?: Database; key?: InstallationKey; whatsappSocketFactory?: WhatsAppSocketFactory };
-  if (database === undefined || key === undefined) throw new Error('WhatsApp keeps its linked device in the database: this process has none open.');
-  return { database, key, ...(whatsappSocketFactory === undefined ? {} : { socketFactory: whatsappSocketFactory }) };
+/** What the host must offer: the session lives in Roster's database (the host's linked-device store), sealed with the installation key. */
+function services(host: ChannelHost, account: string): { store: LinkedDeviceStore; key: InstallationKey; socketFactory?: WhatsAppSocketFactory } {
+  const { key, whatsappSocketFactory } = host.services as { key?: InstallationKey; whatsappSocketFactory?: WhatsAppSocketFactory };
+  const store = host.linkedDevice?.(name, account);
+  if (store === undefined || key === undefined) throw new Error('WhatsApp keeps its linked device in the database: this process has none open.');
+  return { store, key, ...(whatsappSocketFactory === undefined ? {} : { socketFactory: whatsappSocketFactory }) };
 }
 
 /** WhatsApp: Roster as a linked device of a WhatsApp account, its session in the database. */
 export const channelPlugin = defineChannelPlugin<{ account: string }>({
-  name: 'whatsapp',
+  name,
   label: 'WhatsApp',
   summary: 'a phone that scans a QR code (Roster becomes a linked device), and WHATSAPP_ENABLED',
   environment: {
@@ -32,13 +33,12 @@ export const channelPlugin = defineChannelPlugin<{ account: string }>({
     async run(host, { account, signal, onCode }) {
       const { linkWhatsApp } = await import('./link.js');
       const { qrText } = await import('./qr.js');
-      const { database, key, socketFactory } = services(host);
+      const { store, key, socketFactory } = services(host, account);
       let shown = 0;
       const link = await linkWhatsApp({
-        database,
+        store,
         key,
         logger: host.logger,
-        account,
         signal,
         ...(socketFactory === undefined ? {} : { socketFactory }),
         onQr: async (qr) => onCode(await qrText(qr), shown++),
@@ -46,10 +46,10 @@ export const channelPlugin = defineChannelPlugin<{ account: string }>({
       return { already: link.already, who: link.phone };
     },
     async state(host, { account }) {
-      const { WhatsAppSessionStore } = await import('./session-store.js');
+      const { WhatsAppSession } = await import('./session.js');
       const { qrSvg } = await import('./qr.js');
-      const { database, key } = services(host);
-      const link = await new WhatsAppSessionStore(database, key, account).read();
+      const { store, key } = services(host, account);
+      const link = await new WhatsAppSession(store, key).read();
       if (link === null) {
         return { status: 'not_linked', who: null, codeSvg: null, updatedAt: null, detail: `Not linked yet: run ${relink}, or enable WhatsApp (WHATSAPP_ENABLED=true) and scan the code shown here.` };
       }
@@ -72,18 +72,18 @@ export const channelPlugin = defineChannelPlugin<{ account: string }>({
     if (environment.WHATSAPP_ENABLED !== true) return { state: 'off', detail: 'not configured (set WHATSAPP_ENABLED)' };
     return { state: 'configured', settings: { account: 'default' } };
   },
-  async create(_settings, host) {
+  async create(settings, host) {
     const { createWhatsAppAdapter } = await import('./whatsapp-adapter.js');
-    const { database, key, socketFactory } = services(host);
-    return createWhatsAppAdapter({ database, key, logger: host.logger, ...(socketFactory === undefined ? {} : { socketFactory }) });
+    const { store, key, socketFactory } = services(host, settings.account);
+    return createWhatsAppAdapter({ store, key, logger: host.logger, ...(socketFactory === undefined ? {} : { socketFactory }) });
   },
-  async check(_settings, host): Promise<ChannelCheck> {
-    const { readWhatsAppLink } = await import('./session-store.js');
-    const database = (host.services as { database?: Database }).database;
-    if (database === undefined) return { status: 'fail', detail: 'its link is kept in the database, which could not be opened' };
-    let link: Awaited<ReturnType<typeof readWhatsAppLink>>;
+  async check(settings, host): Promise<ChannelCheck> {
+    // The link as stored, without the installation key: nothing sealed is opened.
+    const store = host.linkedDevice?.(name, settings.account);
+    if (store === undefined) return { status: 'fail', detail: 'its link is kept in the database, which could not be opened' };
+    let link: Awaited<ReturnType<LinkedDeviceStore['read']>>;
     try {
-      link = await readWhatsAppLink(database);
+      link = await store.read();
     } catch (error) {
       return { status: 'fail', detail: `its link could not be read: ${(error as Error).message}` };
     }
@@ -96,7 +96,7 @@ export const channelPlugin = defineChannelPlugin<{ account: string }>({
       case 'waiting_for_scan':
         return {
           status: 'fail',
-          detail: link.waitingQr ? `waiting for a scan: scan the QR code on the Channels page, or run ${relink}` : `not linked: no phone scanned the QR code in time; run ${relink}`,
+          detail: link.codeSealed !== null ? `waiting for a scan: scan the QR code on the Channels page, or run ${relink}` : `not linked: no phone scanned the QR code in time; run ${relink}`,
         };
       case 'logged_out':
         return { status: 'fail', detail: `logged out${link.phone === null ? '' : ` (was ${link.phone})`}: the phone removed this device; re-link with ${relink}` };

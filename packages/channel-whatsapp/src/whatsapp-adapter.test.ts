@@ -7,15 +7,19 @@ import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
 import { maxFileBytes } from '@roster/core';
 import { createApprovalDesk, listLessons } from '@roster/learning';
 import { createRuntime, type Runtime } from '@roster/runtime';
+import type { LinkedDeviceStore } from '@roster/contracts';
 import { makeWASocket, proto, type WAMessage } from 'baileys';
 import { WebSocketServer } from 'ws';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { fakeBot, linkThrough, startFakeWhatsApp, type FakeWhatsApp, type MediaFields } from './fake-whatsapp.js';
 import { linkWhatsApp } from './link.js';
-import { WhatsAppSessionStore } from './session-store.js';
+import { MemoryLinkedDevices } from './memory-linked-devices.js';
+import { WhatsAppSession } from './session.js';
 
 let test: TestDatabase;
 let roster: Runtime;
+/** WhatsApp's sessions, kept as the host keeps them (here in memory); the core's database is `test`. */
+const sessions = new MemoryLinkedDevices();
 const stops: Array<() => Promise<unknown>> = [];
 let accounts = 0;
 
@@ -31,12 +35,13 @@ afterEach(async () => {
   while (stops.length > 0) await stops.pop()!();
 });
 
-/** A far side and an account of its own for one test. */
-async function fresh(): Promise<{ fake: FakeWhatsApp; account: string; store: WhatsAppSessionStore }> {
+/** A far side and an account of its own for one test: the account's store, and its session read through it. */
+async function fresh(): Promise<{ fake: FakeWhatsApp; account: string; devices: LinkedDeviceStore; store: WhatsAppSession }> {
   const account = `wa${++accounts}`;
-  const fake = await startFakeWhatsApp({ database: test.database, key: testInstallationKey, account, qrMs: 60_000 });
+  const devices = sessions.store(account);
+  const fake = await startFakeWhatsApp({ store: devices, key: testInstallationKey, qrMs: 60_000 });
   stops.push(() => fake.close());
-  return { fake, account, store: new WhatsAppSessionStore(test.database, testInstallationKey, account) };
+  return { fake, account, devices, store: new WhatsAppSession(devices, testInstallationKey) };
 }
 
 async function started(adapter: ChannelAdapter): Promise<ChannelEvent[]> {
@@ -47,7 +52,7 @@ async function started(adapter: ChannelAdapter): Promise<ChannelEvent[]> {
 }
 
 describe('linking WhatsApp by QR code', () => {
-  it('shows the QR code in the database while it waits, links when a phone scans it, and resumes after a restart without a new code', async () => {
+  it('shows the QR code in the store while it waits, links when a phone scans it, and resumes after a restart without a new code', async () => {
     const { fake, account, store } = await fresh();
     const adapter = fake.makeAdapter();
     await started(adapter);
@@ -75,12 +80,11 @@ describe('linking WhatsApp by QR code', () => {
   });
 
   it('links from the terminal (roster channel add whatsapp): each code is handed over until one is scanned; a linked account is left alone', async () => {
-    const { fake, account } = await fresh();
+    const { fake, devices } = await fresh();
     const shown: string[] = [];
     const linking = linkWhatsApp({
-      database: test.database,
+      store: devices,
       key: testInstallationKey,
-      account,
       socketFactory: fake.socketFactory,
       onQr: (qr) => void shown.push(qr),
     });
@@ -91,27 +95,27 @@ describe('linking WhatsApp by QR code', () => {
     // It let go of the connection once linked.
     expect(fake.sockets.every((socket) => socket.closed)).toBe(true);
     const made = fake.sockets.length;
-    expect(await linkWhatsApp({ database: test.database, key: testInstallationKey, account, socketFactory: fake.socketFactory, onQr: () => undefined })).toEqual({ phone: `+${fakeBot.number}`, already: true });
+    expect(await linkWhatsApp({ store: devices, key: testInstallationKey, socketFactory: fake.socketFactory, onQr: () => undefined })).toEqual({ phone: `+${fakeBot.number}`, already: true });
     expect(fake.sockets.length).toBe(made);
   });
 
   it('says so when no phone scans any code in time, and shows no stale code', async () => {
-    const account = `wa${++accounts}`;
-    const fake = await startFakeWhatsApp({ database: test.database, key: testInstallationKey, account, qrCodes: 2, qrMs: 50 });
+    const devices = sessions.store(`wa${++accounts}`);
+    const fake = await startFakeWhatsApp({ store: devices, key: testInstallationKey, qrCodes: 2, qrMs: 50 });
     stops.push(() => fake.close());
     const shown: string[] = [];
-    await expect(linkWhatsApp({ database: test.database, key: testInstallationKey, account, socketFactory: fake.socketFactory, onQr: (qr) => void shown.push(qr) })).rejects.toMatchObject({
+    await expect(linkWhatsApp({ store: devices, key: testInstallationKey, socketFactory: fake.socketFactory, onQr: (qr) => void shown.push(qr) })).rejects.toMatchObject({
       code: 'whatsapp_link_expired',
     });
     expect(shown).toHaveLength(2);
-    expect(await new WhatsAppSessionStore(test.database, testInstallationKey, account).read()).toMatchObject({ status: 'waiting_for_scan', qr: null });
+    expect(await new WhatsAppSession(devices, testInstallationKey).read()).toMatchObject({ status: 'waiting_for_scan', qr: null });
   });
 });
 
 describe('the WhatsApp connection', () => {
   it('reconnects after a drop, trying again while it fails, and records a logout, after which it tries nothing until linked again', async () => {
-    const { fake, account, store } = await fresh();
-    await linkThrough(fake, { database: test.database, key: testInstallationKey, account });
+    const { fake, devices, store } = await fresh();
+    await linkThrough(fake, { store: devices, key: testInstallationKey });
     const adapter = fake.makeAdapter();
     await started(adapter);
     const opened = () => fake.sockets.filter((socket) => socket.user !== undefined && !socket.closed).length === 1;
@@ -139,14 +143,14 @@ describe('the WhatsApp connection', () => {
     expect(await store.linked()).toBe(false);
 
     // Linked again from the terminal: the running adapter takes the new link up.
-    await linkThrough(fake, { database: test.database, key: testInstallationKey, account });
+    await linkThrough(fake, { store: devices, key: testInstallationKey });
     await until(() => opened(), 'the adapter to connect with the new link');
     expect((await store.read())!.status).toBe('linked');
   });
 
   it('runs baileys’ own socket over the stored session: it opens the noise handshake with the far side, and when the server hangs up it is tried again', async () => {
-    const { fake, account, store } = await fresh();
-    await linkThrough(fake, { database: test.database, key: testInstallationKey, account });
+    const { fake, devices, store } = await fresh();
+    await linkThrough(fake, { store: devices, key: testInstallationKey });
     // The far side: a local WebSocket server that takes the client's hello and hangs up, as WhatsApp's does on a refused handshake.
     const server = new WebSocketServer({ host: '127.0.0.1', port: 0 });
     await new Promise((resolve) => server.once('listening', resolve));
@@ -170,8 +174,8 @@ describe('the WhatsApp connection', () => {
   });
 
   it('holds a send while the connection is down, and sends once it is back', async () => {
-    const { fake, account } = await fresh();
-    await linkThrough(fake, { database: test.database, key: testInstallationKey, account });
+    const { fake, devices } = await fresh();
+    await linkThrough(fake, { store: devices, key: testInstallationKey });
     const adapter = fake.makeAdapter({ backoffMs: 300 });
     await started(adapter);
     await until(() => fake.sockets.some((socket) => socket.user !== undefined && !socket.closed), 'the connection');
@@ -190,7 +194,7 @@ describe('WhatsApp messages', () => {
   async function linkedAdapter(): Promise<void> {
     const made = await fresh();
     fake = made.fake;
-    await linkThrough(fake, { database: test.database, key: testInstallationKey, account: made.account });
+    await linkThrough(fake, { store: made.devices, key: testInstallationKey });
     adapter = fake.makeAdapter();
     events = await started(adapter);
     await until(() => fake.sockets.some((socket) => socket.user !== undefined && !socket.closed), 'the connection');
@@ -312,7 +316,7 @@ describe('WhatsApp media', () => {
   beforeEach(async () => {
     const made = await fresh();
     fake = made.fake;
-    await linkThrough(fake, { database: test.database, key: testInstallationKey, account: made.account });
+    await linkThrough(fake, { store: made.devices, key: testInstallationKey });
     events = await started(fake.makeAdapter());
     await until(() => fake.sockets.some((socket) => socket.user !== undefined && !socket.closed), 'the connection');
   });

@@ -1,8 +1,7 @@
 import type { InstallationKey } from '@roster/config';
-import type { ChannelLogger as Logger } from '@roster/contracts';
+import type { LinkedDeviceStore, ChannelLogger as Logger } from '@roster/contracts';
 import { ChannelError, type ChannelAdapter, type ChannelEvent, type ChannelStartOptions, type ChannelTarget } from '@roster/channels';
 import type { InboundFile } from '@roster/contracts';
-import type { Database } from '@roster/db';
 import {
   getContentType,
   isJidBroadcast,
@@ -21,15 +20,13 @@ import { safeError, WhatsAppConnection, type WhatsAppSocket, type WhatsAppSocket
 import { rateLimitWaitMs, toChannelError } from './channel-errors.js';
 import { chatJidOf, handleOf, toJid, withoutMentions } from './jids.js';
 import { fetchAttachment, mediaOf, type Attachment } from './media.js';
-import { WhatsAppSessionStore } from './session-store.js';
+import { WhatsAppSession } from './session.js';
 
 export interface WhatsAppAdapterOptions {
-  /** Where the session lives (its credentials and keys sealed with `key`). */
-  database: Database;
-  /** The installation key: it seals and opens the session. */
+  /** Where the account's session is kept (the host's, in Roster's database); its account is the adapter's, in Roster's bindings. */
+  store: LinkedDeviceStore;
+  /** The installation key: it seals the session before the store sees it, and opens it. */
   key: InstallationKey;
-  /** The account's name in Roster's bindings (default `default`). */
-  account?: string;
   logger?: Logger;
   /** Makes the socket: baileys' `makeWASocket` unless a test gives one whose far side is a fake. */
   socketFactory?: WhatsAppSocketFactory;
@@ -68,7 +65,7 @@ const pressPattern = /^\s*(approve|reject)(?:\s+#?([0-9a-f]{4,32}|[0-9a-f-]{36})
 
 /**
  * The WhatsApp adapter, on baileys: Roster is a linked device of a WhatsApp
- * account (paired by QR code, its session sealed in Postgres). One-to-one
+ * account (paired by QR code, its session sealed in the host's store). One-to-one
  * messages are for the bot; in a group, a message is for it when it mentions
  * the bot or replies to one of its messages, or is a command. Messages it
  * answers are marked read, and "typing…" shows while agents answer.
@@ -76,8 +73,8 @@ const pressPattern = /^\s*(approve|reject)(?:\s+#?([0-9a-f]{4,32}|[0-9a-f-]{36})
  * are not delivered reliably on current WhatsApp.
  */
 export function createWhatsAppAdapter(options: WhatsAppAdapterOptions): ChannelAdapter {
-  const account = options.account ?? 'default';
-  const store = new WhatsAppSessionStore(options.database, options.key, account);
+  const store = new WhatsAppSession(options.store, options.key);
+  const account = store.account;
   let connection: WhatsAppConnection | undefined;
   let rateWaitMs = rateLimitWaitMs;
   /** Received messages not marked read yet, by chat: marked when the bot answers or types there. */

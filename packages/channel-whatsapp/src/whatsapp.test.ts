@@ -1,24 +1,20 @@
 import { describeChannelConformance } from '@roster/channels/conformance';
 import { testInstallationKey } from '@roster/config/testing';
-import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
-import { afterAll, beforeAll } from 'vitest';
+import { beforeAll } from 'vitest';
 import { linkThrough, startFakeWhatsApp } from './fake-whatsapp.js';
+import { MemoryLinkedDevices } from './memory-linked-devices.js';
 
-// The session lives in a database of its own here; the suite's core has another.
-let sessions: TestDatabase;
+// The session is kept as the host keeps it, here in memory (the suite's core has a database of its own).
+const store = new MemoryLinkedDevices().store();
 beforeAll(async () => {
-  sessions = await openTestDatabase();
-  const fake = await startFakeWhatsApp({ database: sessions.database, key: testInstallationKey });
-  await linkThrough(fake, { database: sessions.database, key: testInstallationKey });
+  const fake = await startFakeWhatsApp({ store, key: testInstallationKey });
+  await linkThrough(fake, { store, key: testInstallationKey });
   await fake.close();
-});
-afterAll(async () => {
-  await sessions?.cleanup();
 });
 
 describeChannelConformance('whatsapp', {
   async start() {
-    const fake = await startFakeWhatsApp({ database: sessions.database, key: testInstallationKey });
+    const fake = await startFakeWhatsApp({ store, key: testInstallationKey });
     fake.adapter = fake.makeAdapter();
     return fake;
   },

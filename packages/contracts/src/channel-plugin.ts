@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { z } from 'zod';
 import type { ChannelAdapter } from './channel-adapter.js';
+import type { LinkedDeviceStatus, LinkedDeviceStore } from './linked-device.js';
 
 /**
  * One environment variable a plugin reads. The host parses every registered
@@ -101,10 +102,17 @@ export interface ChannelHost {
   /** A secret derived from the installation key for `purpose`: the same on every process of the installation. */
   derive(purpose: string): Buffer;
   /**
-   * Services by name, for a plugin that keeps state in Roster's database (a
-   * linked device's session): `database`, `key`. Absent where the process has none.
+   * Services by name: `key`, the installation key, with which a plugin seals
+   * what it keeps (a linked device's session); a test's stand-ins. Absent
+   * where the process has none.
    */
   services: Readonly<Record<string, unknown>>;
+  /**
+   * The durable state of a linked device (a channel with a `link` step:
+   * WhatsApp's session), for one account of `channel`, kept in Roster's
+   * database by the host. Absent where the process has no database open.
+   */
+  linkedDevice?(channel: string, account: string): LinkedDeviceStore;
 }
 
 /** What `roster doctor` says of a configured channel, after trying it against its platform. */
@@ -147,7 +155,7 @@ export interface ChannelLink {
 
 /** Where a channel's link stands. */
 export interface ChannelLinkState {
-  status: 'not_linked' | 'waiting_for_scan' | 'linked' | 'reconnecting' | 'logged_out';
+  status: 'not_linked' | LinkedDeviceStatus;
   /** Who is linked (a phone number), kept after a logout to say which to link again. */
   who: string | null;
   /** While it waits for a scan: the code, an SVG image. Never the code's text, which holds its pairing secret. */

@@ -25,6 +25,7 @@ export {
   type CredentialField,
   type VariableSpec,
 } from './channel-plugin.js';
+export type { LinkedDeviceKeyChange, LinkedDeviceSession, LinkedDeviceStatus, LinkedDeviceStore } from './linked-device.js';
 export { normalizeVector, type Embedder, type EmbedOptions } from './embedder.js';
 export type { Engine, EngineFile, EngineMessage, EnginePart, EngineRequest, EngineResult, EngineTool, EngineToolCall, FileKind } from './engine.js';
 export { channelNamePattern, localDoors, maxFileBytes, maxFiles, type Channel, type InboundFile, type InboundMessage } from './inbound.js';

@@ -2,3 +2,4 @@ export { until } from './context.js';
 export { describeChannelConformance } from './suite.js';
 export { fakePicture } from './harness.js';
 export type { ChannelHarness, Delivered, FakePlatform, PlatformAttachment, PlatformMessage, PlatformUser, SendAttempt, SentRecord } from './harness.js';
+export { describeLinkedDeviceStoreConformance } from './linked-device-store.js';

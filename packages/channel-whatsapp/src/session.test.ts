@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { describeLinkedDeviceStoreConformance } from '@roster/channels/conformance';
 import { InstallationKey } from '@roster/config';
 import { testInstallationKey } from '@roster/config/testing';
-import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
+import type { ChannelHost, ChannelLogger } from '@roster/contracts';
 import {
   addTransactionCapability,
   Curve,
@@ -16,28 +17,25 @@ import {
 } from 'baileys';
 import { makeLibSignalRepository } from 'baileys/lib/Signal/libsignal.js';
 import type { ILogger } from 'baileys/lib/Utils/logger.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readWhatsAppLink, WhatsAppSessionStore } from './session-store.js';
+import { describe, expect, it } from 'vitest';
+import { MemoryLinkedDevices } from './memory-linked-devices.js';
+import { channelPlugin } from './plugin.js';
+import { WhatsAppSession } from './session.js';
 
 const quiet: ILogger = { level: 'silent', child: () => quiet, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
 const transactions = { maxCommitRetries: 3, delayBetweenTriesMs: 10 };
+const silent: ChannelLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 const me = { id: '4915550000000:12@s.whatsapp.net', lid: '190000000000001:12@lid', name: 'Roster' };
 
-let test: TestDatabase;
-beforeAll(async () => {
-  test = await openTestDatabase();
-});
-afterAll(async () => {
-  await test?.cleanup();
-});
+/** The sessions, kept as the host keeps them (its store in Postgres runs the same conformance suite as this one). */
+const devices = new MemoryLinkedDevices();
+const session = (account: string, key: InstallationKey = testInstallationKey) => new WhatsAppSession(devices.store(account), key);
 
-/** Every stored byte of the WhatsApp tables, as text. */
-async function storedText(): Promise<string> {
-  return test.database.adminScope('test: read the stored rows', async (tx) => {
-    const sessions = await tx.query('select * from whatsapp_sessions');
-    const keys = await tx.query('select * from whatsapp_keys');
-    return JSON.stringify([sessions.rows, keys.rows]);
-  });
+describeLinkedDeviceStoreConformance('in memory (these tests\' stand-in)', (account) => devices.store(account));
+
+/** Everything the session handed to its store, as text. */
+function storedText(): string {
+  return JSON.stringify([[...devices.sessions], [...devices.keys].map(([account, keys]) => [account, [...keys]])]);
 }
 
 /** A key store in memory, as the other party (a phone) keeps its own. */
@@ -60,9 +58,9 @@ function memoryKeys(): SignalKeyStore {
   };
 }
 
-describe('the WhatsApp session in Postgres', () => {
-  it('round-trips credentials and every kind of key through the database, and a null deletes', async () => {
-    const store = new WhatsAppSessionStore(test.database, testInstallationKey, 'round-trip');
+describe('the WhatsApp session, sealed in its store', () => {
+  it('round-trips credentials and every kind of key through the store, and a null deletes', async () => {
+    const store = session('round-trip');
     const first = await store.authState();
     expect(first.linked).toBe(false);
     // Nothing is stored before the device names an account.
@@ -82,7 +80,7 @@ describe('the WhatsApp session in Postgres', () => {
       'lid-mapping': { '4915551000001': '100000000000001' },
     });
 
-    const reopened = await new WhatsAppSessionStore(test.database, testInstallationKey, 'round-trip').authState();
+    const reopened = await session('round-trip').authState();
     expect(reopened.linked).toBe(true);
     expect(reopened.state.creds.me).toEqual(me);
     expect(reopened.state.creds.advSecretKey).toBe(creds.advSecretKey);
@@ -107,7 +105,7 @@ describe('the WhatsApp session in Postgres', () => {
   });
 
   it('carries a real Signal session across a restart: what baileys wrote decrypts and encrypts after reopening', async () => {
-    const alice = new WhatsAppSessionStore(test.database, testInstallationKey, 'signal');
+    const alice = session('signal');
     const opened = await alice.authState();
     Object.assign(opened.state.creds, { me });
     await opened.saveCreds();
@@ -146,21 +144,22 @@ describe('the WhatsApp session in Postgres', () => {
     expect(Buffer.from(await bob.decryptMessage({ jid: aliceJid, type: after.type, ciphertext: after.ciphertext })).toString()).toBe('hello after the restart');
   });
 
-  it('stores nothing readable without the installation key, and a row opens only where it was sealed', async () => {
-    const store = new WhatsAppSessionStore(test.database, testInstallationKey, 'sealed');
+  it('hands its store nothing readable without the installation key, and a value opens only where it was sealed', async () => {
+    const store = session('sealed');
     const { state, saveCreds } = await store.authState();
     Object.assign(state.creds, { me });
     await saveCreds();
     const preKey = Curve.generateKeyPair();
     await state.keys.set({ 'pre-key': { '9': preKey } });
     await store.showQr('2@should-not-happen');
-    const qrStore = new WhatsAppSessionStore(test.database, testInstallationKey, 'sealed-qr');
+    const qrStore = session('sealed-qr');
     expect(await qrStore.showQr('2@pairing-ref,noise,identity,adv-secret-value')).toBe(true);
 
-    const stored = await storedText();
-    // Positive control: the rows are there, and they are the ones read below.
-    expect(stored).toContain('sealed');
+    const stored = storedText();
+    // Positive control: the session and its key are there, and they are the ones read below.
     expect(stored).toContain('"status":"linked"');
+    expect(stored).toContain('pre-key/9');
+    expect(devices.sessions.get('sealed')?.credentialsSealed).toEqual(expect.any(String));
     for (const secret of [
       state.creds.advSecretKey,
       Buffer.from(state.creds.noiseKey.private).toString('base64'),
@@ -179,42 +178,51 @@ describe('the WhatsApp session in Postgres', () => {
 
     // Another installation's key opens nothing.
     const otherKey = new InstallationKey(randomBytes(32), 'other');
-    await expect(new WhatsAppSessionStore(test.database, otherKey, 'sealed').authState()).rejects.toMatchObject({ code: 'secret_unreadable' });
-    await expect(new WhatsAppSessionStore(test.database, otherKey, 'sealed-qr').read()).rejects.toMatchObject({ code: 'secret_unreadable' });
+    await expect(session('sealed', otherKey).authState()).rejects.toMatchObject({ code: 'secret_unreadable' });
+    await expect(session('sealed-qr', otherKey).read()).rejects.toMatchObject({ code: 'secret_unreadable' });
 
-    // A row copied to another account does not open there (the account is sealed in).
-    await test.database.adminScope('test: copy a session to another account', async (tx) => {
-      await tx.query(`insert into whatsapp_sessions (account, status, creds_sealed) select 'copied', status, creds_sealed from whatsapp_sessions where account = 'sealed'`);
-      await tx.query(`insert into whatsapp_keys (account, kind, id, value_sealed) select 'copied', kind, id, value_sealed from whatsapp_keys where account = 'sealed'`);
-      // …and a key copied to another id of the same account does not open either.
-      await tx.query(`insert into whatsapp_keys (account, kind, id, value_sealed) select account, kind, '10', value_sealed from whatsapp_keys where account = 'sealed' and id = '9'`);
-    });
-    await expect(new WhatsAppSessionStore(test.database, testInstallationKey, 'copied').authState()).rejects.toMatchObject({ code: 'secret_unreadable' });
+    // A session copied to another account does not open there (the account is sealed in).
+    devices.sessions.set('copied', { ...devices.sessions.get('sealed')! });
+    devices.keys.set('copied', new Map(devices.keys.get('sealed')));
+    // …and a key copied to another id of the same account does not open either.
+    devices.keys.get('sealed')!.set('pre-key/10', devices.keys.get('sealed')!.get('pre-key/9')!);
+    await expect(session('copied').authState()).rejects.toMatchObject({ code: 'secret_unreadable' });
     const { state: same } = await store.authState();
     expect(Object.keys(await same.keys.get('pre-key', ['9']))).toEqual(['9']);
     await expect(same.keys.get('pre-key', ['10'])).rejects.toMatchObject({ code: 'secret_unreadable' });
   });
 
   it('records a logout: keys and credentials go, the number stays; doctor reads the state without the key', async () => {
-    const store = new WhatsAppSessionStore(test.database, testInstallationKey, 'gone');
+    const store = session('gone');
     const { state, saveCreds } = await store.authState();
     Object.assign(state.creds, { me });
     await saveCreds();
     await state.keys.set({ 'pre-key': { '1': Curve.generateKeyPair() } });
-    expect(await readWhatsAppLink(test.database, 'gone')).toMatchObject({ status: 'linked', phone: '+4915550000000', waitingQr: false });
+    // The doctor's check: the host's store and no installation key, so nothing sealed can be opened.
+    const asked: string[] = [];
+    const host: ChannelHost = {
+      logger: silent,
+      derive: () => {
+        throw new Error('no installation key here');
+      },
+      services: {},
+      linkedDevice: (channel, account) => {
+        asked.push(`${channel}/${account}`);
+        return devices.store(account);
+      },
+    };
+    const check = (account: string) => channelPlugin.check({ account }, host, {});
+    expect(await check('gone')).toEqual({ status: 'ok', detail: 'linked as +4915550000000' });
+    expect(asked).toEqual(['whatsapp/gone']);
 
     await store.loggedOut();
-    expect(await readWhatsAppLink(test.database, 'gone')).toMatchObject({ status: 'logged_out', phone: '+4915550000000' });
+    expect(await check('gone')).toEqual({ status: 'fail', detail: 'logged out (was +4915550000000): the phone removed this device; re-link with roster channel add whatsapp' });
     expect(await store.linked()).toBe(false);
-    const left = await test.database.adminScope('test: what a logout leaves', async (tx) => ({
-      keys: (await tx.query(`select 1 from whatsapp_keys where account = 'gone'`)).rows.length,
-      creds: (await tx.query<{ creds: string | null }>(`select creds_sealed as creds from whatsapp_sessions where account = 'gone'`)).rows[0]!.creds,
-    }));
-    expect(left).toEqual({ keys: 0, creds: null });
+    expect({ keys: devices.keys.get('gone')?.size, credentials: devices.sessions.get('gone')?.credentialsSealed }).toEqual({ keys: 0, credentials: null });
     // A new pairing starts from fresh credentials.
     const fresh = await store.authState();
     expect(fresh.linked).toBe(false);
     expect(fresh.state.creds.advSecretKey).not.toBe(state.creds.advSecretKey);
-    expect(await readWhatsAppLink(test.database, 'never')).toBeNull();
+    expect((await check('never')).detail).toMatch(/^not linked yet: run roster channel add whatsapp/);
   });
 });
