@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connectionFromUrl, createQueues } from '@roster/jobs';
+import { readBackupHeader, type BackupHeader } from './support/backup-file.js';
+import { dropQueueKeys } from './support/installation.js';
 import { endRoster, freePort, runRoster, startRoster, tempDataDir } from './support/roster-process.js';
 
 /** Backups through the built CLI: taken while `roster start` runs, restored into new folders, refused when they must be. */
@@ -16,43 +17,16 @@ const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 /** Many CLI runs and a start, each booting Node and the embedded database, on a busy machine. */
 const processes = 600_000;
 
-interface Header {
-  format: string;
-  schemaVersion: number;
-  database: string;
-  takenAt: string;
-  tookMs: number;
-  sealed: boolean;
-  keyFingerprint: string;
-  heads: Array<{ agent: string; head: string }>;
-}
-
 const newKey = () => randomBytes(32).toString('hex');
 /** The lines a command wrote for people, without the JSON log lines. */
 const said = (stderr: string) => stderr.trim().split('\n').filter((line) => line !== '' && !line.startsWith('{'));
 /** A folder's entries, deep, for "nothing changed". */
 const entries = (folder: string): string[] => (fs.existsSync(folder) ? (fs.readdirSync(folder, { recursive: true }) as string[]).sort() : []);
 
-function readHeader(file: string): Header {
-  const lines = fs.readFileSync(file).subarray(0, 64 * 1024).toString('latin1').split('\n');
-  expect(lines[0]).toBe('ROSTER-BACKUP 1');
-  return JSON.parse(lines[1]!) as Header;
-}
-
 function folder(): string {
   const dir = tempDataDir({ fresh: true });
   cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
   return dir;
-}
-
-async function dropQueueKeys(prefix: string): Promise<void> {
-  const redis = new Redis(redisUrl);
-  try {
-    const keys = await redis.keys(`${prefix}:*`);
-    if (keys.length > 0) await redis.del(...keys);
-  } finally {
-    await redis.quit();
-  }
 }
 
 describe('roster backup and roster restore', () => {
@@ -85,7 +59,7 @@ describe('roster backup and roster restore', () => {
       roster(env, 'chat', '--agent', 'Scout', '--as', 'ada', 'remember that my kite is red'),
     ]);
     expect(fs.statSync(file).mode & 0o777).toBe(0o600);
-    const header = readHeader(file);
+    const header = readBackupHeader(file);
     expect(JSON.parse(backup)).toMatchObject({ file, sealed: true, database: 'embedded' });
     expect(header).toMatchObject({ format: 'roster-backup', database: 'embedded', sealed: true, schemaVersion: fs.readdirSync(new URL('../migrations/', import.meta.url)).length });
     expect(header.keyFingerprint).toMatch(/^[0-9a-f]{16}$/);
@@ -141,7 +115,7 @@ describe('roster backup and roster restore', () => {
     for (const name of written) {
       expect(name).toMatch(/^roster-\d{8}T\d{9}Z\.backup$/);
       expect(fs.statSync(path.join(nightly, name)).mode & 0o777).toBe(0o600);
-      expect(readHeader(path.join(nightly, name)).sealed).toBe(true);
+      expect(readBackupHeader(path.join(nightly, name)).sealed).toBe(true);
     }
   }, processes);
 
@@ -161,7 +135,7 @@ describe('roster backup and roster restore', () => {
     await roster('backup', '--out', sealed);
     const plainFile = path.join(source, 'plain.backup');
     expect(await roster('backup', '--out', plainFile, '--plain')).toContain('NOT sealed (--plain): anyone who can read this file reads every word in it.');
-    expect(readHeader(plainFile)).toMatchObject({ sealed: false });
+    expect(readBackupHeader(plainFile)).toMatchObject({ sealed: false });
     expect(fs.statSync(plainFile).mode & 0o777).toBe(0o600);
 
     const refused = async (environment: Record<string, string>, file: string, line: RegExp) => {
@@ -192,7 +166,7 @@ describe('roster backup and roster restore', () => {
     const newer = path.join(source, 'newer.backup');
     const text = fs.readFileSync(plainFile);
     const cut = text.indexOf(0x0a, text.indexOf(0x0a) + 1);
-    const headerLine = JSON.parse(text.subarray(text.indexOf(0x0a) + 1, cut).toString('utf8')) as Header;
+    const headerLine = JSON.parse(text.subarray(text.indexOf(0x0a) + 1, cut).toString('utf8')) as BackupHeader;
     fs.writeFileSync(newer, Buffer.concat([Buffer.from(`ROSTER-BACKUP 1\n${JSON.stringify({ ...headerLine, schemaVersion: 9999 })}`), text.subarray(cut)]));
     const fresh = { ROSTER_DATA_DIR: folder(), ROSTER_SECRET_KEY: key };
     await refused(fresh, newer, /^roster restore: The backup .* has schema version 9999, newer than this Roster knows \(\d+\)/);

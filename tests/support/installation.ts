@@ -81,7 +81,8 @@ export function requireServerUrl(): string {
   return url;
 }
 
-async function dropQueueKeys(prefix: string): Promise<void> {
+/** Remove every key under a queue prefix from the machine's Redis. */
+export async function dropQueueKeys(prefix: string): Promise<void> {
   const redis = new Redis(redisUrl);
   try {
     const keys = await redis.keys(`${prefix}:*`);
