@@ -359,7 +359,7 @@ export async function serveChannel(options: ServeChannelOptions): Promise<Served
       return take(event);
     },
   });
-  if (options.fence !== undefined) await answerWaiting(options.fence);
+  if (options.fence !== undefined) await answerWaiting(options.fence).catch((error: unknown) => log?.warn({ err: error }, 'the messages left unanswered could not be read: they wait for the account’s next holder'));
 
   let poll: NodeJS.Timeout | undefined;
   if (options.approvals !== undefined && options.pushesApprovals !== false) {
