@@ -1,4 +1,4 @@
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Server } from 'node:http';
 import { channelPlugins } from '@roster/channel-registry';
 import { answerWebhook, serveChannel, type ChannelAdapter, type ChannelCredentialStore, type ServedChannel } from '@roster/channels';
 import type { InstallationKey, Logger } from '@roster/config';
@@ -11,26 +11,15 @@ import { channelHost } from './checks.js';
 import { fenced } from './fenced.js';
 import { createLeaseStore, leaseHolderName, type HeldLease } from './lease.js';
 import { channelStates, type ChannelConfig, type StoredSettings } from './settings.js';
-import { listenForWebhooks } from './webhooks.js';
+import { listenForWebhooks, type ChannelWebhooks } from './webhooks.js';
 import { createShardCounts, fairShare, unitsOf, type Unit } from './units.js';
 
 export { channelHost, checkChannels, type ChannelCheck } from './checks.js';
 export { createLeaseStore, leaseHolderName, type HeldLease, type LeaseHolder, type LeaseStore } from './lease.js';
 export { describeAccounts, holderParts, type AccountReport } from './accounts.js';
 export { createLinkedDeviceStore } from './linked-devices.js';
+export type { ChannelWebhooks } from './webhooks.js';
 export { channelStates, serverAddress, type ChannelConfig, type ChannelState, type OpenedCredentials, type StoredBinding, type StoredSettings } from './settings.js';
-
-/** The platforms' webhooks (Slack's events, Telegram's updates) a gateway answers, for the server that receives them. */
-export interface ChannelWebhooks {
-  /** The paths a platform posts to. */
-  readonly paths: readonly string[];
-  /**
-   * Answer one request to one of `paths`: the channel's own checks decide
-   * (Slack's signature, Telegram's secret header); 404 when that channel is
-   * not served in webhook mode by this gateway.
-   */
-  handle(request: IncomingMessage, response: ServerResponse): void;
-}
 
 /** A bot account as this gateway sees it: `receiving` (it holds the lease), `standby` (another gateway does), `failing` (it stopped or could not start, and waits to try again). */
 export interface AccountState {
@@ -197,7 +186,12 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     if (current === undefined) return;
     running.delete(key);
     stopping.add(current.served);
-    await current.served.stop().finally(() => stopping.delete(current.served));
+    // It still holds the account while it answers what it took: renewed, so that those answers are not fenced off before the release.
+    const renewing = current.lease === null ? undefined : setInterval(() => void renew(current), leaseMs / 3);
+    await current.served.stop().finally(() => {
+      clearInterval(renewing);
+      stopping.delete(current.served);
+    });
     if (current.lease !== null) await leases.release(current.lease, holder, error).catch((error: unknown) => log.warn({ channel: current.unit.channel, err: error }, 'the lease could not be released; it lapses on its own'));
   }
 
@@ -289,18 +283,23 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     }
   }
 
+  /** Renew a unit's lease; its sends stay valid for two thirds of the lease from then. Resolves to false when another gateway holds it now. */
+  async function renew(entry: Running): Promise<boolean | null> {
+    const renewedAt = Date.now();
+    const kept = await leases.renew(entry.lease!, holder, leaseMs).catch((error: unknown) => {
+      log.warn({ channel: entry.unit.channel, err: error }, 'the lease could not be renewed');
+      return null;
+    });
+    if (kept === true) entry.validUntil = renewedAt + (leaseMs * 2) / 3;
+    return kept;
+  }
+
   /** Renew every held lease (and this gateway's presence); a unit whose lease was lost stops at once. Then take any that lapsed. */
   async function heartbeat(): Promise<void> {
     for (const channel of present) await leases.announce(channel, holder, leaseMs).catch((error: unknown) => log.warn({ channel, err: error }, 'the gateway’s presence could not be renewed'));
     for (const [key, entry] of [...running]) {
       if (entry.lease === null) continue;
-      const renewedAt = Date.now();
-      const kept = await leases.renew(entry.lease, holder, leaseMs).catch((error: unknown) => {
-        log.warn({ channel: entry.unit.channel, err: error }, 'the lease could not be renewed');
-        return null;
-      });
-      if (kept === true) entry.validUntil = renewedAt + (leaseMs * 2) / 3;
-      else if (kept === false) {
+      if ((await renew(entry)) === false) {
         log.warn({ channel: entry.unit.channel, account: entry.unit.account }, 'lost the bot account’s lease to another gateway: stopping it here');
         running.delete(key);
         await entry.served.stop();
