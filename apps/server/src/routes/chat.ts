@@ -102,7 +102,8 @@ export function chatRoutes({ routes, runtime, database, config, logger }: RouteC
         send('done', { conversationId: result.conversationId, ...(result.duplicate ? { duplicate: true } : {}) });
       } catch (error) {
         const { status, body: answer } = describeError(error, config.NODE_ENV === 'development');
-        if (status >= 500) log.error({ err: error }, 'a chat turn failed');
+        // A reader that hung up cut its own turn short: its message waits unanswered for the retry, nothing failed.
+        if (status >= 500 && !abort.signal.aborted) log.error({ err: error }, 'a chat turn failed');
         send('error', answer.error);
       } finally {
         const left = (streams.get(person.id) ?? 1) - 1;
