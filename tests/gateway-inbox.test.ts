@@ -57,6 +57,13 @@ async function twoGateways() {
   return { model, fake, holder, standby, chatId: fake.dmChatId(ada), ada, letGo };
 }
 
+/** Wait for `check`; when it never holds, fail with what the gateways logged. */
+async function awaitAnswers(setup: Awaited<ReturnType<typeof twoGateways>>, check: () => boolean, what: string): Promise<void> {
+  await until(check, what, 180_000).catch((error: unknown) => {
+    throw new Error(`${(error as Error).message}\nsent: ${JSON.stringify(setup.fake.sent())}\nthe holder said:\n${setup.holder.output().stderr}\nthe standby said:\n${setup.standby.output().stderr}`);
+  });
+}
+
 /** What the bot said in Ada's chat in answer to the parcels, in order. */
 function heard(fake: FakeTelegram, chatId: string): string[] {
   return fake.sent().filter((message) => message.chatId === chatId && message.text.startsWith('Heard: ')).map((message) => message.text);
@@ -83,7 +90,7 @@ describe('messages a gateway took and did not answer', () => {
     setup.holder.child.kill('SIGKILL');
     await new Promise((resolve) => setup.holder.child.once('exit', resolve));
     setup.letGo();
-    await until(() => heard(setup.fake, setup.chatId).length >= parcels.length, 'the standby to answer the five parcels', 180_000);
+    await awaitAnswers(setup, () => heard(setup.fake, setup.chatId).length >= parcels.length, 'the standby to answer the five parcels');
     expect(heard(setup.fake, setup.chatId)).toEqual(parcels.map((text) => `Heard: ${text}`));
     expect(setup.standby.output().stderr).toMatch(/answering the messages the account’s last holder took and did not answer/);
   });
@@ -97,7 +104,7 @@ describe('messages a gateway took and did not answer', () => {
     expect(setup.fake.sent().filter((message) => message.chatId === setup.chatId).map((message) => message.text)).toEqual(['Linked: you are Ada here now.']);
 
     setup.letGo();
-    await until(() => heard(setup.fake, setup.chatId).length >= parcels.length, 'the gateway that took over to answer the five parcels', 180_000);
+    await awaitAnswers(setup, () => heard(setup.fake, setup.chatId).length >= parcels.length, 'the gateway that took over to answer the five parcels');
     expect(heard(setup.fake, setup.chatId)).toEqual(parcels.map((text) => `Heard: ${text}`));
     expect(serving(setup.standby)).toBe(true);
   });

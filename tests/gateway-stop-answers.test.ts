@@ -13,9 +13,9 @@ import { startFakeOpenAi, type FakeRequest } from './support/fake-openai.js';
  * A gateway being stopped answers what it took before it lets the bot
  * account go. Its sends are fenced by its own clock (two thirds of the
  * lease since the last renewal), so the lease must go on being renewed
- * while those answers run: here the lease is short (0.9 s) and the model
- * holds its answer until the stopping gateway's lease has outlived that
- * margin several times over; the answer must still reach the person, from
+ * while those answers run: here the lease is short (3 s) and the model
+ * holds its answer until the stopping gateway has renewed its lease past
+ * that margin; the answer must still reach the person, from
  * the gateway that took the message, once.
  */
 let test: TestDatabase;
@@ -24,7 +24,8 @@ let model: Awaited<ReturnType<typeof startFakeOpenAi>>;
 let letGo: () => void = () => undefined;
 const held = new Promise<void>((resolve) => (letGo = resolve));
 const lastWords = (request: FakeRequest) => request.parts.map((part) => String(part.text ?? '')).join('');
-const leaseMs = 900;
+/** Short, so that the stop outlives the margin its sends are valid for (two thirds of it) several times within its 15 s grace; long enough for a busy machine to renew it in time. */
+const leaseMs = 3000;
 
 beforeAll(async () => {
   test = await openTestDatabase();
@@ -54,12 +55,12 @@ describe('a gateway stopped while it answers', () => {
     expect(gateway.channels).toEqual(['telegram']);
 
     await fake.deliver({ chat: 'dm', from: user, text: 'parcel 1' });
-    await until(() => model.requests.some((request) => lastWords(request) === 'parcel 1'), 'the model to be asked');
+    await until(() => model.requests.some((request) => lastWords(request) === 'parcel 1'), 'the model to be asked', 60_000);
     const stopBegan = Date.now();
     const stopped = gateway.stop();
     // The event: the lease row says it was renewed well after the stop began, past the margin its sends are valid for.
     const leases = createLeaseStore(test.database);
-    await until(async () => (await leases.rows()).some((row) => row.channel === 'telegram' && row.releasedAt === null && row.expiresAt.getTime() > stopBegan + 3 * leaseMs), 'the stopping gateway to renew its lease');
+    await until(async () => (await leases.rows()).some((row) => row.channel === 'telegram' && row.releasedAt === null && row.expiresAt.getTime() > stopBegan + 2 * leaseMs), 'the stopping gateway to renew its lease', 12_000);
     letGo();
     await stopped;
     expect(fake.sent().filter((message) => message.chatId === fake.dmChatId(user)).map((message) => message.text)).toEqual(['Heard: parcel 1']);

@@ -277,7 +277,8 @@ async function fadeFixture() {
         const current = await queues.queues.fade.getJob(jobId);
         const state = await current?.getState();
         if (state === 'failed') throw new Error(`the fade job failed: ${current?.failedReason}`);
-        return state === 'completed' ? current : undefined;
+        // Read again once completed: the record read before the state may predate the completion (attemptsMade still 0).
+        return state === 'completed' ? queues.queues.fade.getJob(jobId) : undefined;
       },
       'the fade job to complete',
       90_000,

@@ -143,6 +143,10 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
       return { conversation, message: await store({ agentId: visibility === 'pair' ? agents[0]!.id : null, visibility }), agents, visibility };
     };
 
+    // A caller that gave up before the turn began (a gateway stopping with turns still queued) stores nothing: its message
+    // stays unanswered where it was taken, for the retry or the next holder, and is not stored ahead of the answers to the
+    // messages before it (an unanswered message counts as answered once a reply follows it).
+    if (turn.signal?.aborted === true) throw new RosterError('turn_aborted', 'The turn was cancelled before it began.');
     // 1. Route (sender, binding, conversation, the turn), store the message and address it: one transaction.
     const first = await database.adminScope('core: route, store and address an inbound message', async (tx) => {
       const routed = await conversations.route(tx, {
