@@ -25,7 +25,7 @@ export function timedDatabase(database: Database, classify: (sql: string) => str
     async adminScope(reason, fn) {
       const started = performance.now();
       try {
-        return await database.adminScope(reason, (tx) =>
+        return await database.adminScope(reason, (tx, enter) =>
           fn({
             async query(text, params) {
               const begun = performance.now();
@@ -41,7 +41,7 @@ export function timedDatabase(database: Database, classify: (sql: string) => str
                 times.byKind.set(kind, entry);
               }
             },
-          } satisfies Transaction),
+          } satisfies Transaction, enter),
         );
       } finally {
         const ms = performance.now() - started;

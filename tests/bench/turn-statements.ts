@@ -67,7 +67,15 @@ export function countStatements(database: Database, counter: StatementCounter): 
     },
     adminScope: (reason, fn) => {
       open('adminScope');
-      return timed(counter.timings, null, () => database.adminScope(reason, (tx) => fn(counted(tx))));
+      return timed(counter.timings, null, () =>
+        database.adminScope(reason, (tx, enter) =>
+          fn(counted(tx), async (scope, options) => {
+            // `set local role` and the scope's settings, in one round trip.
+            counter.statements += 2;
+            return counted(await timed(counter.timings, 'enter a scope: set local role, the scope’s settings', () => enter(scope, options)));
+          }),
+        ),
+      );
     },
     ownerScope: (reason, fn) => {
       open('ownerScope');

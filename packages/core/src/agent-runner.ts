@@ -1,5 +1,5 @@
 import type { Logger } from '@roster/config';
-import type { Database, Scope } from '@roster/db';
+import type { Database, Scope, ScopedTransaction } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { type Memory, type SearchRead, type SearchResult } from '@roster/memory';
 import { runInTurn, type TurnContext } from './context.js';
@@ -33,11 +33,46 @@ export interface AgentAnswer {
   memories: SearchResult[];
 }
 
+/** What an agent's prompt reads from the database. */
+export interface PromptParts {
+  lessons: string[];
+  facts: SearchResult[];
+  history: StoredMessage[];
+}
+
+/** An agent's prompt read, made ready before the transaction it runs in: the settings its scope opens with, and the read. */
+export interface PromptRead {
+  readonly settings: Record<string, string> | undefined;
+  read(tx: ScopedTransaction): Promise<PromptParts>;
+}
+
+interface PromptOptions {
+  query: string;
+  /** The query's vector, computed before the transaction (a local embedder's). */
+  queryVector?: number[] | null;
+  readsBelowFloor: boolean;
+  agentName: string;
+  history: { conversationId: string; beforeMessageId: string } | null;
+}
+
+/** Runs agents' turns, and makes an agent's prompt read ready for a transaction the caller opens. */
+export interface AgentRunner {
+  run: RunAgent;
+  /**
+   * The prompt read of a person's turn (depth 0) for an agent in `scope`,
+   * answering the stored message `messageId`, to run in the caller's
+   * transaction once it has entered the scope. Nothing here touches the
+   * database.
+   */
+  preparePrompt(agent: Agent, scope: Scope, messageId: string, text: string, queryVector: number[] | null): Promise<PromptRead>;
+}
+
 /**
  * One agent's turn. `files` (the message's images, voice notes, documents)
  * go to its engine with this message only, when the engine reads their kinds;
  * otherwise the agent answers plainly that it cannot read them, and its
- * engine is not called.
+ * engine is not called. `prompt`: what the prompt reads, when the caller
+ * read it already (in the transaction that stored the message).
  */
 export type RunAgent = (
   agent: Agent,
@@ -46,7 +81,7 @@ export type RunAgent = (
   kind: 'dm' | 'group',
   turn: TurnOptions,
   withColleagues: boolean,
-  files?: readonly EngineFile[],
+  extra?: { files?: readonly EngineFile[]; prompt?: PromptParts },
 ) => Promise<AgentAnswer>;
 
 /**
@@ -55,48 +90,66 @@ export type RunAgent = (
  * the tool host that carries the tools' effects (memory, feedback, lesson
  * proposals, a colleague's answer).
  */
-export function createAgentRunner(options: AgentRunnerOptions): RunAgent {
+export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
   const { database, memory, directory, learning, historyTokens, memoryTokens, log } = options;
 
   /**
-   * Everything an agent's prompt reads, in one statement in its own scope:
+   * Everything an agent's prompt reads, made ready before its transaction:
    * its active lessons, the facts the message finds (memory's one search
-   * statement), and its history (only a person's turn has one). Row-level
-   * security decides what each part sees.
+   * statement) and its history (only a person's turn has one), read in one
+   * statement in its own scope, where row-level security decides what each
+   * part sees. `settings` are what that scope opens with (a graph search's).
    */
-  async function readPrompt(
-    scope: Scope,
-    options: { query: string; readsBelowFloor: boolean; agentName: string; history: { conversationId: string; beforeMessageId: string } | null },
-  ): Promise<{ lessons: string[]; facts: SearchResult[]; history: StoredMessage[] }> {
+  async function preparePrompt(scope: Scope, options: PromptOptions): Promise<PromptRead> {
     let search: SearchRead | null = null;
     if (options.query !== '') {
       try {
-        search = await memory.prepareSearch(scope, options.query, { limit: 8, tokenBudget: memoryTokens, includeIrrelevant: options.readsBelowFloor });
+        search = await memory.prepareSearch(scope, options.query, {
+          limit: 8,
+          tokenBudget: memoryTokens,
+          includeIrrelevant: options.readsBelowFloor,
+          ...(options.queryVector === undefined ? {} : { queryVector: options.queryVector }),
+        });
       } catch (error) {
         log?.warn({ err: error, agent: options.agentName }, 'memory search failed; answering without it');
       }
     }
-    return database.withScope(
-      scope,
-      async (tx) => {
-        await search?.prepare(tx);
-        const params: unknown[] = [];
-        const searched = search === null ? null : search.expression(1);
-        if (searched !== null) params.push(...searched.params);
-        const historyColumn = options.history === null ? `'[]'::jsonb` : historyExpression(params.length + 1);
-        if (options.history !== null) params.push(options.history.conversationId, options.history.beforeMessageId, 40);
-        const { rows } = await tx.query<{ search: unknown; lessons: string[] | null; history: unknown }>(
-          `select ${searched === null ? 'null::jsonb' : searched.sql} as search,
-                  (select jsonb_agg(l.text order by l.approved_at, l.id) from lessons l where l.status = 'active') as lessons,
-                  ${historyColumn} as history`,
-          params,
-        );
-        const row = rows[0]!;
-        return { lessons: row.lessons ?? [], facts: search === null ? [] : search.finish(row.search), history: historyFromJson(row.history) };
+    return {
+      settings: search?.settings,
+      async read(tx) {
+        try {
+          await search?.prepare(tx);
+          const params: unknown[] = [];
+          const searched = search === null ? null : search.expression(1);
+          if (searched !== null) params.push(...searched.params);
+          const historyColumn = options.history === null ? `'[]'::jsonb` : historyExpression(params.length + 1);
+          if (options.history !== null) params.push(options.history.conversationId, options.history.beforeMessageId, 40);
+          const { rows } = await tx.query<{ search: unknown; lessons: string[] | null; history: unknown }>(
+            `select ${searched === null ? 'null::jsonb' : searched.sql} as search,
+                    (select jsonb_agg(l.text order by l.approved_at, l.id) from lessons l where l.status = 'active') as lessons,
+                    ${historyColumn} as history`,
+            params,
+          );
+          const row = rows[0]!;
+          return { lessons: row.lessons ?? [], facts: search === null ? [] : search.finish(row.search), history: historyFromJson(row.history) };
+        } catch (error) {
+          if (RosterError.isInstance(error)) throw error;
+          // People read one plain sentence; what failed (a damaged page's file path, say) stays in the cause, for the operator's log.
+          throw new RosterError('prompt_read_failed', "reading its memory failed inside Roster and nothing was answered; the operator's log has the detail.", { cause: error });
+        }
       },
-      search?.settings === undefined ? undefined : { settings: search.settings },
-    );
+    };
   }
+
+  /** An agent's prompt read in a transaction of its own. */
+  async function readPrompt(scope: Scope, options: PromptOptions): Promise<PromptParts> {
+    const prepared = await preparePrompt(scope, options);
+    return database.withScope(scope, (tx) => prepared.read(tx), prepared.settings === undefined ? undefined : { settings: prepared.settings });
+  }
+
+  /** The history a person's turn reads: its conversation's, before the message it answers. */
+  const historyOf = (context: TurnContext) =>
+    context.depth === 0 && context.scope?.conversationId !== undefined && context.scope.conversationId !== null ? { conversationId: context.scope.conversationId, beforeMessageId: context.messageId } : null;
 
   async function runAgent(
     agent: Agent,
@@ -105,27 +158,19 @@ export function createAgentRunner(options: AgentRunnerOptions): RunAgent {
     kind: 'dm' | 'group',
     turn: TurnOptions,
     withColleagues: boolean,
-    files: readonly EngineFile[] = [],
+    extra: { files?: readonly EngineFile[]; prompt?: PromptParts } = {},
     /** What memory is searched for: the message, or a colleague's question without "X asks:". */
     query: string = text,
   ): Promise<AgentAnswer> {
     const engine = options.engineFor(agent);
+    const files = extra.files ?? [];
     const unread = unreadKinds(engine, files);
     if (unread.length > 0) return { text: cannotReadFiles(unread, text !== ''), toolCalls: [], memories: [] };
     const scope = context.scope;
     const read =
       scope === null
         ? { lessons: [], facts: [], history: [] }
-        : await readPrompt(scope, {
-            query,
-            readsBelowFloor: engine.readsBelowFloor === true,
-            agentName: agent.name,
-            history: context.depth === 0 && scope.conversationId !== undefined && scope.conversationId !== null ? { conversationId: scope.conversationId, beforeMessageId: context.messageId } : null,
-          }).catch((error: unknown) => {
-            if (RosterError.isInstance(error)) throw error;
-            // People read one plain sentence; what failed (a damaged page's file path, say) stays in the cause, for the operator's log.
-            throw new RosterError('prompt_read_failed', "reading its memory failed inside Roster and nothing was answered; the operator's log has the detail.", { cause: error });
-          });
+        : (extra.prompt ?? (await readPrompt(scope, { query, readsBelowFloor: engine.readsBelowFloor === true, agentName: agent.name, history: historyOf(context) })));
     const { lessons, facts } = read;
     const history = historyMessages(read.history, agent.id, historyTokens);
     // A colleague answers from what it knows and changes nothing: read-only tools.
@@ -168,10 +213,17 @@ export function createAgentRunner(options: AgentRunnerOptions): RunAgent {
         depth: 1,
         forgotten: context.forgotten,
       };
-      const answer = await runAgent(colleague, colleagueContext, `${context.agent.name} asks: ${question}`, 'dm', {}, false, [], question);
+      const answer = await runAgent(colleague, colleagueContext, `${context.agent.name} asks: ${question}`, 'dm', {}, false, {}, question);
       return { agent: colleague.name, answer: answer.text };
     },
   };
 
-  return runAgent;
+  return {
+    run: runAgent,
+    async preparePrompt(agent, scope, messageId, text, queryVector) {
+      const engine = options.engineFor(agent);
+      const history = scope.conversationId === undefined || scope.conversationId === null ? null : { conversationId: scope.conversationId, beforeMessageId: messageId };
+      return preparePrompt(scope, { query: text, queryVector, readsBelowFloor: engine.readsBelowFloor === true, agentName: agent.name, history });
+    },
+  };
 }

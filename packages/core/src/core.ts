@@ -23,7 +23,7 @@ export function createCore(options: CoreOptions): Core {
   const directory = createDirectory(database);
   const conversations = new ConversationStore(database);
   const learning = new LearningEventStore(database);
-  const runAgent = createAgentRunner({
+  const agents = createAgentRunner({
     database,
     memory,
     directory,
@@ -39,7 +39,7 @@ export function createCore(options: CoreOptions): Core {
     directory,
     conversations,
     learning,
-    runAgent,
+    agents,
     ...(log === undefined ? {} : { log }),
     ...(options.observer === undefined ? {} : { observer: options.observer }),
   });

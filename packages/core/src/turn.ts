@@ -1,8 +1,8 @@
 import type { Logger } from '@roster/config';
-import { isUuid, type Database, type Scope, type Transaction } from '@roster/db';
+import { isUuid, type Database, type EnterScope, type Scope, type Transaction } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { normalizeText, validateText, type Memory } from '@roster/memory';
-import type { AgentAnswer, RunAgent } from './agent-runner.js';
+import type { AgentAnswer, AgentRunner, PromptParts } from './agent-runner.js';
 import { pairingHint, parseCommand, runCommand } from './commands.js';
 import type { TurnContext } from './context.js';
 import { checkFence, type ConversationRow, type ConversationStore, type FollowUpJob, type Visibility } from './conversation-store.js';
@@ -22,7 +22,7 @@ export interface TurnPipelineOptions {
   directory: Directory;
   conversations: ConversationStore;
   learning: LearningEventStore;
-  runAgent: RunAgent;
+  agents: AgentRunner;
   log?: Logger;
   observer?: TurnObserver;
 }
@@ -38,6 +38,14 @@ interface Inbound {
   notice?: string;
 }
 
+/** The scope an agent answers a person in: the person's, private one to one, the group's in a group. */
+function scopeOf(agent: Agent, person: { id: string } | null, conversation: ConversationRow): Scope | null {
+  return person === null ? null : { agentId: agent.id, personId: person.id, audience: conversation.kind === 'group' ? 'group' : 'private', conversationId: conversation.id };
+}
+
+/** A failure while the agents' prompts were read in the transaction that stored the message: it is tried again without them. */
+class PromptReadFailed extends Error {}
+
 /** How one turn went, filled in as it runs, for the observer: how it ended, and each agent's engine, time and failure. */
 interface Tally {
   outcome: TurnOutcome;
@@ -45,14 +53,33 @@ interface Tally {
 }
 
 /**
- * The turn pipeline, in three transactions: route (sender, binding,
- * conversation, turn lease), store the message once and address it to the
- * agents chosen; each agent reads its prompt in its own scope in one
- * statement and runs; each reply is stored with its follow-up jobs and the
- * message's learning signals, which ends the turn.
+ * The turn pipeline, in two transactions and whatever the engine's tools
+ * write: route (sender, binding, conversation, turn lease), store the
+ * message once, address it to the agents chosen, and read each one's prompt
+ * in its own scope in one statement; the agents run; each reply is stored
+ * with its follow-up jobs and the message's learning signals, which ends the
+ * turn.
  */
 export function createTurnPipeline(options: TurnPipelineOptions): (inbound: InboundMessage, turn: TurnOptions) => Promise<TurnResult> {
-  const { database, memory, directory, conversations, learning, runAgent, log, observer } = options;
+  const { database, memory, directory, conversations, learning, agents: runner, log, observer } = options;
+  const runAgent = runner.run;
+
+  /**
+   * Each chosen agent's prompt, read in the transaction that stored the
+   * message (handed to the agent's scope in turn, so row-level security
+   * applies to each read): one round trip less per turn.
+   */
+  async function readPrompts(enter: EnterScope, person: { id: string } | null, stored: Inbound, text: string, queryVector: number[] | null): Promise<Map<string, PromptParts>> {
+    const prompts = new Map<string, PromptParts>();
+    for (const agent of stored.agents ?? []) {
+      const scope = scopeOf(agent, person, stored.conversation);
+      if (scope === null) continue;
+      const prepared = await runner.preparePrompt(agent, scope, stored.message.id, text, queryVector);
+      const tx = await enter(scope, prepared.settings === undefined ? undefined : { settings: prepared.settings });
+      prompts.set(agent.id, await prepared.read(tx));
+    }
+    return prompts;
+  }
 
   /** The seconds since `started` (a `performance.now()`). */
   const since = (started: number) => (performance.now() - started) / 1000;
@@ -147,20 +174,42 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
     // stays unanswered where it was taken, for the retry or the next holder, and is not stored ahead of the answers to the
     // messages before it (an unanswered message counts as answered once a reply follows it).
     if (turn.signal?.aborted === true) throw new RosterError('turn_aborted', 'The turn was cancelled before it began.');
-    // 1. Route (sender, binding, conversation, the turn), store the message and address it: one transaction.
-    const first = await database.adminScope('core: route, store and address an inbound message', async (tx) => {
-      const routed = await conversations.route(tx, {
-        channel: inbound.channel,
-        account,
-        sender: inbound.sender,
-        conversation: inbound.conversation,
-        local,
-        linkCode: linkCode !== undefined,
-        agentName: turn.agent ?? null,
+    // With an embedder on this machine, the message's vector is computed now, so that each agent's prompt is read in
+    // the transaction that stores the message. A remote embedder is never asked before the route has let the sender in.
+    const prefetch = memory.embedder.local && parseCommand(text) === null && !agentSwitchPattern.test(text);
+    const queryVector = prefetch && text !== '' ? await memory.embedQuery(text) : null;
+    // 1. Route (sender, binding, conversation, the turn), store the message, address it and read each agent's prompt: one transaction.
+    const routeAndStore = (withPrompts: boolean) =>
+      database.adminScope('core: route, store and address an inbound message', async (tx, enter) => {
+        const routed = await conversations.route(tx, {
+          channel: inbound.channel,
+          account,
+          sender: inbound.sender,
+          conversation: inbound.conversation,
+          local,
+          linkCode: linkCode !== undefined,
+          agentName: turn.agent ?? null,
+        });
+        const held = routed.conversation !== null && routed.held ? await storeInbound(tx, routed, routed.conversation) : null;
+        let prompts: Map<string, PromptParts> | null = null;
+        if (withPrompts && held !== null && !held.message.duplicate && held.agents !== null && held.agents.length > 0) {
+          try {
+            prompts = await readPrompts(enter, routed.person, held, text, queryVector);
+          } catch (error) {
+            throw new PromptReadFailed('reading the prompts failed', { cause: error });
+          }
+        }
+        return { routed, held, prompts };
       });
-      const held = routed.conversation !== null && routed.held ? await storeInbound(tx, routed, routed.conversation) : null;
-      return { routed, held };
-    });
+    let first: Awaited<ReturnType<typeof routeAndStore>>;
+    try {
+      first = await routeAndStore(prefetch);
+    } catch (error) {
+      if (!(error instanceof PromptReadFailed)) throw error;
+      // Nothing of that transaction was kept: the message is stored again on its own, and each agent reads its prompt after.
+      log?.warn({ err: error.cause }, 'reading the prompts with the message failed; reading them apart');
+      first = await routeAndStore(false);
+    }
     const { routed } = first;
 
     // 2. A stranger who is not let in links a code, or gets at most the pairing hint; nothing they said is kept.
@@ -186,7 +235,7 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
     // The conversation's turn is this process's until the replies are stored; a single reply ends it itself.
     const lease = { ended: false, touched: false, kept: conversations.keepTurn(inbound2.conversation.id) };
     try {
-      return await handleTurn(inbound, turn, text, files, routed, inbound2, tally, started, lease);
+      return await handleTurn(inbound, turn, text, files, routed, inbound2, first.prompts, tally, started, lease);
     } finally {
       await lease.kept.stop();
       if (!lease.ended) await conversations.releaseTurn(inbound2.conversation.id, lease.touched);
@@ -200,6 +249,7 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
     files: readonly EngineFile[],
     routed: Routed,
     stored: Inbound,
+    prompts: Map<string, PromptParts> | null,
     tally: Tally | null,
     started: number,
     lease: { ended: boolean; touched: boolean; kept: { stop(): Promise<void> } },
@@ -258,10 +308,7 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
     const forgotten: string[] = [];
     const answers = await Promise.all(
       agents.map(async (agent) => {
-        const scope: Scope | null =
-          person === null
-            ? null
-            : { agentId: agent.id, personId: person.id, audience: conversation.kind === 'group' ? 'group' : 'private', conversationId: conversation.id };
+        const scope = scopeOf(agent, person, conversation);
         const context: TurnContext = {
           agent,
           scope,
@@ -277,7 +324,9 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
         };
         let answer: AgentAnswer;
         try {
-          answer = await runAgent(agent, context, body, conversation.kind, turn, true, files);
+          // The prompt read with the message, when it was: only for the agents chosen with the route, whose words are the message's.
+          const prompt = switchTo === null ? prompts?.get(agent.id) : undefined;
+          answer = await runAgent(agent, context, body, conversation.kind, turn, true, { files, ...(prompt === undefined ? {} : { prompt }) });
           tally?.answers.push({ engine: agent.engine, seconds: since(started), failure: null });
         } catch (error) {
           log?.error({ err: error, agent: agent.name }, 'engine failed');

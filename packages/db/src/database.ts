@@ -17,6 +17,16 @@ export interface ScopedTransaction extends Transaction {
   readonly scope: Scope;
 }
 
+/**
+ * Hands an admin transaction over to a scope, for the rest of it: the role
+ * becomes `roster_app` and the scope's settings are set, so row-level
+ * security applies to everything after. The admin transaction it came from
+ * refuses further statements; a later call moves to another scope, and the
+ * handle of the one before sends nothing more. Nothing hands it back to
+ * `roster_ops`.
+ */
+export type EnterScope = (scope: Scope, options?: ScopeOptions) => Promise<ScopedTransaction>;
+
 /** What a scoped transaction may set besides its scope. */
 export interface ScopeOptions {
   /**
@@ -61,9 +71,11 @@ export interface Database {
    * tools, the router that stores an inbound message before its person is
    * known, and the jobs that work across agents. It reads across scopes but
    * owns nothing: no schema change, no delete of the audit log. `reason` is
-   * logged so each use stays visible.
+   * logged so each use stays visible. `enter` hands the rest of the
+   * transaction to a scope (the core reads an agent's prompt in the
+   * transaction that stored the message it answers).
    */
-  adminScope<T>(reason: string, fn: (tx: Transaction) => Promise<T>): Promise<T>;
+  adminScope<T>(reason: string, fn: (tx: Transaction, enter: EnterScope) => Promise<T>): Promise<T>;
 
   /**
    * Run `fn` in one transaction as the connecting role, which owns the
@@ -92,6 +104,28 @@ export interface Database {
 /** A string as an SQL literal. */
 function literal(value: string): string {
   return `'${value.replaceAll("'", "''")}'`;
+}
+
+/**
+ * The statements that make a transaction a scope's: the application role and
+ * the scope's settings, with `options.settings` (the planner's and pgvector's)
+ * in the same statement. Sent with BEGIN in one round trip, or alone when an
+ * admin transaction enters the scope.
+ */
+function scopeOpening(scope: Scope, options: ScopeOptions | undefined): { checked: Scope; opening: string } {
+  const checked = assertScope(scope);
+  const extra = Object.entries(options?.settings ?? {}).map(([name, value]) => {
+    if (!/^[a-z][a-z_]*(\.[a-z][a-z_]*)?$/.test(name) || name.startsWith('roster.') || name === 'role' || name === 'session_authorization') {
+      throw new RosterError('scope_setting_invalid', `A scoped transaction cannot set ${JSON.stringify(name)}: name a planner or extension setting.`);
+    }
+    return `, set_config(${literal(name)}, ${literal(String(value))}, true)`;
+  });
+  // The values are checked uuids and a known audience; quoted all the same.
+  const opening =
+    `set local role roster_app; select set_config('roster.agent_id', ${literal(checked.agentId)}, true), ` +
+    `set_config('roster.person_id', ${literal(checked.personId ?? '')}, true), set_config('roster.audience', ${literal(checked.audience)}, true), ` +
+    `set_config('roster.conversation_id', ${literal(checked.conversationId ?? '')}, true)${extra.join('')}`;
+  return { checked, opening };
 }
 
 /** What a scoped function may ask of the context it runs in. */
@@ -133,18 +167,7 @@ export function createPoolDatabase(options: PoolDatabaseOptions): Database {
     async withScope(scope, fn, scopeOptions) {
       ensureOpen();
       refuseNesting();
-      const checked = assertScope(scope);
-      const extra = Object.entries(scopeOptions?.settings ?? {}).map(([name, value]) => {
-        if (!/^[a-z][a-z_]*(\.[a-z][a-z_]*)?$/.test(name) || name.startsWith('roster.') || name === 'role' || name === 'session_authorization') {
-          throw new RosterError('scope_setting_invalid', `A scoped transaction cannot set ${JSON.stringify(name)}: name a planner or extension setting.`);
-        }
-        return `, set_config(${literal(name)}, ${literal(String(value))}, true)`;
-      });
-      // The values are checked uuids and a known audience; quoted all the same. Sent with BEGIN, in one round trip.
-      const opening =
-        `set local role roster_app; select set_config('roster.agent_id', ${literal(checked.agentId)}, true), ` +
-        `set_config('roster.person_id', ${literal(checked.personId ?? '')}, true), set_config('roster.audience', ${literal(checked.audience)}, true), ` +
-        `set_config('roster.conversation_id', ${literal(checked.conversationId ?? '')}, true)${extra.join('')}`;
+      const { checked, opening } = scopeOpening(scope, scopeOptions);
       return transaction(
         pool,
         async (client) => {
@@ -166,8 +189,38 @@ export function createPoolDatabase(options: PoolDatabaseOptions): Database {
       return transaction(
         pool,
         async (client) => {
-          const tx: Transaction = { query: (text, params) => client.query(text, params as unknown[]) };
-          return activeScope.run({ database, scope: 'admin' }, () => fn(tx));
+          // Which of this transaction's handles may still send: the admin one until a scope is entered, then that scope's.
+          let current = 0;
+          const handle = (id: number) => {
+            if (id !== current) throw new RosterError('scope_switched', 'This transaction was handed to another scope; its earlier handle sends nothing more.');
+          };
+          const tx: Transaction = {
+            query: async (text, params) => {
+              handle(0);
+              return client.query(text, params as unknown[]);
+            },
+          };
+          let entered = 0;
+          // The settings an earlier scope of this transaction set, put back before the next scope's.
+          let extras: string[] = [];
+          const enter: EnterScope = async (scope, scopeOptions) => {
+            const { checked, opening } = scopeOpening(scope, scopeOptions);
+            const reset = extras.map((name) => `set local ${name} to default; `).join('');
+            extras = Object.keys(scopeOptions?.settings ?? {});
+            entered += 1;
+            const id = entered;
+            current = -1;
+            await client.query(`${reset}${opening}`);
+            current = id;
+            return {
+              scope: checked,
+              query: async (text, params) => {
+                handle(id);
+                return client.query(text, params as unknown[]);
+              },
+            };
+          };
+          return activeScope.run({ database, scope: 'admin' }, () => fn(tx, enter));
         },
         'set local role roster_ops',
       );

@@ -46,6 +46,40 @@ afterAll(async () => {
   await test?.cleanup();
 });
 
+describe('adminScope handed to a scope', () => {
+  it('reads as the scope from the moment it enters one, with nothing of an earlier scope left, and its earlier handles send nothing more', async () => {
+    const ada: Scope = { agentId: ids.scout, personId: ids.ada, audience: 'private' };
+    const bob: Scope = { agentId: ids.scout, personId: ids.bob, audience: 'private' };
+    const facts = async (tx: Transaction) => (await tx.query<{ content: string }>('select content from facts order by content')).rows.map((row) => row.content);
+    const seen = await db.adminScope('test: enter scopes', async (tx, enter) => {
+      // Positive control: as roster_ops the transaction reads every scope.
+      const asOps = await facts(tx);
+      const inAda = await enter(ada, { settings: { enable_sort: 'off' } });
+      const asAda = await facts(inAda);
+      const adaSettings = (await inAda.query<{ sort: string; role: string }>(`select current_setting('enable_sort') as sort, current_user as role`)).rows[0];
+      const adminAfter = await tx.query('select 1').then(
+        () => 'sent',
+        (error: { code?: string }) => error.code,
+      );
+      const inBob = await enter(bob);
+      const asBob = await facts(inBob);
+      const bobSort = (await inBob.query<{ sort: string }>(`select current_setting('enable_sort') as sort`)).rows[0]?.sort;
+      const adaAfter = await inAda.query('select 1').then(
+        () => 'sent',
+        (error: { code?: string }) => error.code,
+      );
+      return { asOps, asAda, adaSettings, adminAfter, asBob, bobSort, adaAfter };
+    });
+    expect(seen.asOps).toEqual(['coder-ada-private', 'scout-ada-private', 'scout-agent-wide', 'scout-bob-private']);
+    expect(seen.asAda).toEqual(['scout-ada-private', 'scout-agent-wide']);
+    expect(seen.adaSettings).toEqual({ sort: 'off', role: 'roster_app' });
+    expect(seen.adminAfter).toBe('scope_switched');
+    expect(seen.asBob).toEqual(['scout-agent-wide', 'scout-bob-private']);
+    expect(seen.bobSort).toBe('on');
+    expect(seen.adaAfter).toBe('scope_switched');
+  });
+});
+
 describe('withScope', () => {
   it('opens with settings for its transaction only, and refuses one that names the scope or the role', async () => {
     const scope: Scope = { agentId: ids.scout, personId: ids.ada, audience: 'private' };

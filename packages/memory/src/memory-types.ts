@@ -107,6 +107,12 @@ export interface Memory {
    */
   prepareSearch(scope: Scope, query: string, options?: SearchOptions): Promise<SearchRead>;
   /**
+   * A query's vector as search computes it (null when the embedder fails),
+   * for `SearchOptions.queryVector`: so that a caller can compute it before
+   * it opens the transaction the search runs in. Makes memory ready first.
+   */
+  embedQuery(query: string): Promise<number[] | null>;
+  /**
    * Only the facts that genuinely match a request (shared words or a close
    * vector, at measured thresholds), best first, each with why; none when
    * nothing does. Forget, correct and update act on nothing else.

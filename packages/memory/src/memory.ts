@@ -13,7 +13,7 @@ import { bindInstallationKey } from './installation.js';
 import { matchFacts } from './match.js';
 import type { Memory, MemoryOptions } from './memory-types.js';
 import { factColumns, factRowFromJson, toFact, type FactRow } from './rows.js';
-import { prepareSearch, ScopeSizeCache, searchFacts } from './search.js';
+import { embedQuery, prepareSearch, ScopeSizeCache, searchFacts } from './search.js';
 import { validateText } from './text.js';
 import { readableTrust, type Actor, type Fact, type Provenance, type Trust } from './types.js';
 import { forgetFact, tombstoneMatcher, type TombstoneRow } from './forget.js';
@@ -269,6 +269,11 @@ export function createMemory(options: MemoryOptions): Memory {
     async prepareSearch(scope, query, options) {
       await prepare();
       return prepareSearch(embedder, scope, query, { scopeSizes, ...options });
+    },
+
+    async embedQuery(query) {
+      await prepare();
+      return embedQuery(embedder, query);
     },
 
     async match(scope, request, options) {

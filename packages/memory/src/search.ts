@@ -52,6 +52,23 @@ export interface SearchOptions {
   includeIrrelevant?: boolean;
   /** Replace the floor of the embedder's model (`relevanceFloor`, relevance.ts); for measurement. */
   floor?: Partial<RelevanceFloor>;
+  /**
+   * The query's vector, from `embedQuery` before a transaction opened (null:
+   * the embedder failed, full text alone); unset, search computes it.
+   */
+  queryVector?: number[] | null;
+}
+
+/** The query's vector as search computes it: no retries (a person is waiting), null when the embedder fails. */
+export async function embedQuery(embedder: Embedder, query: string): Promise<number[] | null> {
+  const text = validateText(query, 'query');
+  try {
+    const [vector = null] = (await embedder.embed([text], { maxRetries: 0 })) as [number[]?];
+    return vector;
+  } catch {
+    // A remote embedder that is down leaves full-text search working.
+    return null;
+  }
 }
 
 /**
@@ -178,7 +195,8 @@ export async function prepareSearch(embedder: Embedder, scope: Scope, query: str
   const share = clampShare(options.neighbours ?? neighbourWeight);
 
   let queryVector: number[] | null = null;
-  if (mode !== 'full-text') {
+  if (mode !== 'full-text' && options.queryVector !== undefined) queryVector = options.queryVector;
+  else if (mode !== 'full-text') {
     try {
       // No retries: a person is waiting, and full text answers without the vector arm.
       [queryVector = null] = (await embedder.embed([text], { maxRetries: 0 })) as [number[]?];
