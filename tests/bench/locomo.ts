@@ -203,6 +203,10 @@ export async function run(args: readonly string[]): Promise<BenchmarkReport> {
         }
       }
       largestScope = Math.max(largestScope, turnsOfFact.size);
+      // What the vacuum job does within the hour on the embedded database (a server's autovacuum sooner): the planner's
+      // statistics for the rows just written. Without them it read each found fact's vector through the scope's index
+      // (every vector of the scope, once per fact), about 8 ms of a search here.
+      await database.ownerSession('bench: analyze after loading a conversation, as the vacuum job does', (session) => session.query('analyze'));
       progress(`locomo ${conversation.sample_id}: ${turnIds.size} turns remembered; ${conversation.qa.length} questions`);
 
       for (const question of conversation.qa) {
@@ -349,7 +353,7 @@ function buildReport(scored: Scored[], latencies: Record<Mode | typeof peer, num
       `Each turn is remembered with \`memory.remember\` as a fact of its conversation's own scope (one agent per ` +
         `conversation), text \`speaker: text\` plus \`[shares <image caption>]\`${counts.options.dates ? ', prefixed with the session date' : ', without the session date'}; ` +
         `${counts.turnsIndexed} turns became ${counts.factsCreated} facts (a turn repeating an earlier one word for word is the same fact, ` +
-        `and counts as every turn it stands for). Vectors: the hashing embedder (\`hashing-256\`), no model. Each question is searched ` +
+        `and counts as every turn it stands for); then the database is analyzed as its owner, as the embedded database's hourly vacuum job does. Vectors: the hashing embedder (\`hashing-256\`), no model. Each question is searched ` +
         `in its own conversation with \`memory.search(scope, question, { mode, limit: 20, tokenBudget: 100000, includeIrrelevant: true })\` (ranking only: the relevance floor is left out, as the peer has none; what it costs on these questions is in "Never said" below) and ` +
         `otherwise default options: full-text matches any word of the question (OR) and ranks by BM25 (k1 1.2, b 0.75, idf over the ` +
         `facts of the scope), then lends half of each of its top matches' score to the facts recorded just before and after it ` +
@@ -369,13 +373,13 @@ function buildReport(scored: Scored[], latencies: Record<Mode | typeof peer, num
     ],
     tables: [recall, knob, latency],
     findings: [
-      `**Goal, hybrid R@10 ≥ 0.65 on categories 1–4:** ${formatRatio(hybrid)} (**${hybrid >= 0.65 ? 'met' : 'missed'}**); ` +
+      `**Goal (a moonshot), hybrid R@10 ≥ 0.72 on categories 1–4, with no tuning on the answers:** ${formatRatio(hybrid)} (**${hybrid >= 0.72 ? 'met' : 'missed'}**); ` +
         `held-out conversations 4–7 alone ${formatRatio(hybridHeld)}. The FTS5 peer: ${formatRatio(peerR10)} (held out ${formatRatio(peerHeld)}). ` +
         `Ranking at R@10: ${ranking.map((entry) => `${entry.mode} ${formatRatio(entry.r10)}`).join(', ')} ` +
         `(R@20: ${ranking.map((entry) => `${entry.mode} ${formatRatio(entry.r20)}`).join(', ')}). ` +
         `Best mode at R@10 by category: ${perCategory.join('; ')}.`,
-      `**Goal, hybrid search p50 within 10× of FTS5's:** ${formatMs(percentile(latencies.hybrid, 50))} ms against ` +
-        `${formatMs(percentile(latencies[peer], 50))} ms, ${ratio.toFixed(1)}× (**${ratio <= 10 ? 'met' : 'missed'}**). ` +
+      `**Goal, hybrid search p50 within 5× of FTS5's:** ${formatMs(percentile(latencies.hybrid, 50))} ms against ` +
+        `${formatMs(percentile(latencies[peer], 50))} ms, ${ratio.toFixed(1)}× (**${ratio <= 5 ? 'met' : 'missed'}**). ` +
         `A memory search is a transaction as the application role with the scope's settings (row-level security), two arms, ` +
         `the facts' rows and vectors read back, and MMR; the peer is one statement on an in-process index.`,
     ],

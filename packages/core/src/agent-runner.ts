@@ -125,7 +125,7 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
           const historyColumn = options.history === null ? `'[]'::jsonb` : historyExpression(params.length + 1);
           if (options.history !== null) params.push(options.history.conversationId, options.history.beforeMessageId, 40);
           const { rows } = await tx.query<{ search: unknown; lessons: string[] | null; history: unknown }>(
-            `select ${searched === null ? 'null::jsonb' : searched.sql} as search,
+            `select ${searched === null ? 'null::json' : searched.sql} as search,
                     (select jsonb_agg(l.text order by l.approved_at, l.id) from lessons l where l.status = 'active') as lessons,
                     ${historyColumn} as history`,
             params,

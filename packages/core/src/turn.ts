@@ -177,7 +177,7 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
     // With an embedder on this machine, the message's vector is computed now, so that each agent's prompt is read in
     // the transaction that stores the message. A remote embedder is never asked before the route has let the sender in.
     const prefetch = memory.embedder.local && parseCommand(text) === null && !agentSwitchPattern.test(text);
-    const queryVector = prefetch && text !== '' ? await memory.embedQuery(text) : null;
+    const queryVector = prefetch && text !== '' ? await memory.embedQuery(text).catch(() => null) : null;
     // 1. Route (sender, binding, conversation, the turn), store the message, address it and read each agent's prompt: one transaction.
     const routeAndStore = (withPrompts: boolean) =>
       database.adminScope('core: route, store and address an inbound message', async (tx, enter) => {

@@ -44,7 +44,7 @@ export interface SearchSource {
 }
 
 /**
- * The search as one SQL expression (a scalar subquery returning jsonb), its
+ * The search as one SQL expression (a scalar subquery returning json), its
  * placeholders numbered from `first`, and its parameters in that order.
  */
 export function searchExpression(input: SearchStatementInput, first: number): { sql: string; params: unknown[] } {
@@ -78,7 +78,7 @@ export function searchExpression(input: SearchStatementInput, first: number): { 
       `where fe.model = ${p(input.vector.model)} and fe.searchable ` +
       `order by ${input.vector.exact ? `(${expression} <=> ${query}) + 0` : `${expression} <=> ${query}`} limit ${p(input.vector.candidates)}`;
   }
-  // In pgvector's binary form (base64 in the jsonb): no decimal to print and parse per number.
+  // In pgvector's binary form (base64 in the json): no decimal to print and parse per number.
   const stored =
     input.vectorsOf === null ? 'null::text' : `(select encode(vector_send(e.embedding), 'base64') from fact_embeddings e where e.model = ${p(input.vectorsOf)} and e.fact_id = f.id)`;
   const sql = `(with words as materialized (${words}),
@@ -90,11 +90,11 @@ export function searchExpression(input: SearchStatementInput, first: number): { 
        from facts f where f.id = any (array(select id from ids))
      ),
      terms as (${terms})
-     select jsonb_build_object(
-       'fullText', coalesce((select jsonb_agg(jsonb_build_array(ft.id, ft.score, ft.own, ft.scope_facts) order by ft.rank) from ft), '[]'::jsonb),
-       'vector', coalesce((select jsonb_agg(jsonb_build_array(vec.id, vec.distance)) from vec), '[]'::jsonb),
-       'facts', coalesce((select jsonb_agg(to_jsonb(found)) from found), '[]'::jsonb),
-       'terms', coalesce((select jsonb_agg(jsonb_build_array(terms.lexeme, terms.df, terms.scope_facts)) from terms), '[]'::jsonb)
+     select json_build_object(
+       'fullText', coalesce((select json_agg(json_build_array(ft.id, ft.score, ft.own, ft.scope_facts) order by ft.rank) from ft), '[]'::json),
+       'vector', coalesce((select json_agg(json_build_array(vec.id, vec.distance)) from vec), '[]'::json),
+       'facts', coalesce((select json_agg(found) from found), '[]'::json),
+       'terms', coalesce((select json_agg(json_build_array(terms.lexeme, terms.df, terms.scope_facts)) from terms), '[]'::json)
      ))`;
   return { sql, params };
 }
