@@ -14,8 +14,12 @@ import { factColumns, factRowFromJson, type FactRow } from './rows.js';
 export interface SearchStatementInput {
   /** The query as the person wrote it; null leaves the full-text arm out. */
   fullText: { text: string; candidates: number; neighbours: number; knownFacts: number | null } | null;
-  /** The query's vector; null leaves the vector arm out. */
-  vector: { values: number[]; model: string; candidates: number; exact: boolean } | null;
+  /**
+   * The query's vector; null leaves the vector arm out. `walk`: through the
+   * graph, how many neighbours are asked of it before the nearest
+   * `candidates` of them are kept (fewer would stop its scan too early).
+   */
+  vector: { values: number[]; model: string; candidates: number; exact: boolean; walk?: number } | null;
   /** The query for the weights of its words (always the full text, even when that arm is left out). */
   text: string;
   knownFacts: number | null;
@@ -76,7 +80,11 @@ export function searchExpression(input: SearchStatementInput, first: number): { 
     vector =
       `select fe.fact_id as id, (${expression} <=> ${query})::float8 as distance from fact_embeddings fe ` +
       `where fe.model = ${p(input.vector.model)} and fe.searchable ` +
-      `order by ${input.vector.exact ? `(${expression} <=> ${query}) + 0` : `${expression} <=> ${query}`} limit ${p(input.vector.candidates)}`;
+      `order by ${input.vector.exact ? `(${expression} <=> ${query}) + 0` : `${expression} <=> ${query}`} limit ${p(input.vector.walk ?? input.vector.candidates)}`;
+    // The graph's walk may return its neighbours a little out of order (relaxed_order): the nearest of them are kept.
+    if (input.vector.walk !== undefined && input.vector.walk > input.vector.candidates) {
+      vector = `select g.id, g.distance from (${vector}) g order by g.distance limit ${p(input.vector.candidates)}`;
+    }
   }
   // In pgvector's binary form (base64 in the json): no decimal to print and parse per number.
   const stored =
