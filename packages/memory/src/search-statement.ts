@@ -81,9 +81,10 @@ export function searchExpression(input: SearchStatementInput, first: number): { 
       `select fe.fact_id as id, (${expression} <=> ${query})::float8 as distance from fact_embeddings fe ` +
       `where fe.model = ${p(input.vector.model)} and fe.searchable ` +
       `order by ${input.vector.exact ? `(${expression} <=> ${query}) + 0` : `${expression} <=> ${query}`} limit ${p(input.vector.walk ?? input.vector.candidates)}`;
-    // The graph's walk may return its neighbours a little out of order (relaxed_order): the nearest of them are kept.
+    // The graph's walk may return its neighbours a little out of order (relaxed_order): the nearest of them are kept,
+    // sorted (`+ 0`: the order the walk gives would let the limit stop it early).
     if (input.vector.walk !== undefined && input.vector.walk > input.vector.candidates) {
-      vector = `select g.id, g.distance from (${vector}) g order by g.distance limit ${p(input.vector.candidates)}`;
+      vector = `select g.id, g.distance from (${vector}) g order by g.distance + 0 limit ${p(input.vector.candidates)}`;
     }
   }
   // In pgvector's binary form (base64 in the json): no decimal to print and parse per number.
