@@ -257,7 +257,8 @@ export async function graphSearch(database: Database, embedder: Embedder, vector
  */
 export async function rebuildIndex(database: Database, embedder: Embedder, m: number, efConstruction: number): Promise<number> {
   const started = performance.now();
-  await database.adminScope('bench: rebuild the HNSW index with other parameters', async (tx) => {
+  // As the owner: an index is the owner's to drop and make (roster_ops may not).
+  await database.ownerScope('bench: rebuild the HNSW index with other parameters', async (tx) => {
     const { rows } = await tx.query<{ index_name: string }>('select index_name from embedding_models where model = $1', [embedder.model]);
     const indexName = rows[0]!.index_name;
     const { rows: definitions } = await tx.query<{ indexdef: string }>('select indexdef from pg_indexes where indexname = $1', [indexName]);

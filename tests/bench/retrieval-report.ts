@@ -222,7 +222,9 @@ export function buildReport(results: SizeResult[], options: Options): BenchmarkR
         `(agent, person) scope, which holds 10% of the vectors, so HNSW must look past the other 90%. ` +
         `${options.queries} queries per size: 80% paraphrase a fact of the scope (small words dropped, a third of the rest ` +
         `dropped, order shuffled), 20% a fact of another scope.`,
-      `*hybrid HNSW* is \`memory.search(scope, q, { limit: 10, exactBelow: 0 })\` (both arms, fusion, MMR; the vector ` +
+      `Every search is asked with \`includeIrrelevant: true\`: this measures ranking, and the relevance floor would hide ` +
+        `results (a paraphrase with a third of its words dropped often falls under it; the never-said bench measures the floor). ` +
+        `*hybrid HNSW* is \`memory.search(scope, q, { limit: 10, exactBelow: 0 })\` (both arms, fusion, MMR; the vector ` +
         `arm through HNSW with \`hnsw.iterative_scan = relaxed_order\`); *hybrid exact* the same with the vector arm scanning ` +
         `the scope exactly (what search does by default for small scopes); *full scan (JS)* loads every vector of ` +
         `the scope (\`embedding::text\`), parses it, takes the top 10 dot products in JavaScript and reads those facts, as the ` +

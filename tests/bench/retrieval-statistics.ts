@@ -64,11 +64,11 @@ async function compareStatistics(size: number, options: Options, kind: 'embedded
     const memory = createMemory({ database, embedder, key: testInstallationKey });
     await memory.prepare();
     const searches: Record<ComparedSearch, (query: string) => Promise<unknown>> = {
-      'hybrid HNSW': (query) => memory.search(target, query, { limit, exactBelow: 0 }),
-      'hybrid exact': (query) => memory.search(target, query, { limit, exactBelow: alwaysExact }),
-      'full-text arm': (query) => memory.search(target, query, { limit, mode: 'full-text' }),
-      'vector arm HNSW': (query) => memory.search(target, query, { limit, mode: 'vector', diversity: 1, candidates: 40, exactBelow: 0 }),
-      'vector arm exact': (query) => memory.search(target, query, { limit, mode: 'vector', diversity: 1, candidates: 40, exactBelow: alwaysExact }),
+      'hybrid HNSW': (query) => memory.search(target, query, { limit, exactBelow: 0, includeIrrelevant: true }),
+      'hybrid exact': (query) => memory.search(target, query, { limit, exactBelow: alwaysExact, includeIrrelevant: true }),
+      'full-text arm': (query) => memory.search(target, query, { limit, mode: 'full-text', includeIrrelevant: true }),
+      'vector arm HNSW': (query) => memory.search(target, query, { limit, mode: 'vector', diversity: 1, candidates: 40, exactBelow: 0, includeIrrelevant: true }),
+      'vector arm exact': (query) => memory.search(target, query, { limit, mode: 'vector', diversity: 1, candidates: 40, exactBelow: alwaysExact, includeIrrelevant: true }),
       'full scan (JS)': (query) => fullScanSearch(database, embedder, target, query),
     };
     const empty = (): ConfigurationResult => ({

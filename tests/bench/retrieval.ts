@@ -102,11 +102,11 @@ async function measureSize(size: number, options: Options, kind: 'embedded' | 's
 
     const memory = createMemory({ database, embedder , key: testInstallationKey });
     await memory.prepare();
-    const hybridHnswOptions: SearchOptions = { limit, exactBelow: 0 };
-    const hybridExactOptions: SearchOptions = { limit, exactBelow: alwaysExact };
-    const fullTextOptions: SearchOptions = { limit, mode: 'full-text' };
+    const hybridHnswOptions: SearchOptions = { limit, exactBelow: 0, includeIrrelevant: true };
+    const hybridExactOptions: SearchOptions = { limit, exactBelow: alwaysExact, includeIrrelevant: true };
+    const fullTextOptions: SearchOptions = { limit, mode: 'full-text', includeIrrelevant: true };
     // diversity 1: no MMR, so the results are the arm's own top 10.
-    const vectorOptions = (candidates: number, exactBelow: number): SearchOptions => ({ limit, mode: 'vector', diversity: 1, candidates, exactBelow });
+    const vectorOptions = (candidates: number, exactBelow: number): SearchOptions => ({ limit, mode: 'vector', diversity: 1, candidates, exactBelow, includeIrrelevant: true });
 
     progress(`retrieval ${size}: warming up`);
     for (const query of queries.slice(0, warmUp)) {

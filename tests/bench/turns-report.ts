@@ -3,8 +3,8 @@ import { formatMs, mean, percentile, type BenchmarkReport, type ResultTable } fr
 import { statisticsConfigurations, statisticsLabels, wordColumns, type StatisticsConfiguration } from './statistics.js';
 import type { StatementTimings } from './turn-statements.js';
 
-/** The core's own share at p50, one conversation at a time, 10k facts, embedded database. */
-const targetCoreMs = 10;
+/** The core's own share at p50, one conversation at a time, 10k facts, embedded database (issue 21: 10 ms on a server Postgres, 15 on the embedded one). */
+const targetCoreMs = 15;
 /** A turn's round trips: route and store, read the prompt, store the reply (issue 21). */
 const targetTransactions = 3;
 const targetStatements = 15;
