@@ -16,11 +16,11 @@
  * with its session's date).
  */
 import fs from 'node:fs';
-import Sqlite from 'better-sqlite3';
 import { migrate, openEmbeddedDatabase, type Scope } from '@roster/db';
 import { createHashingEmbedder, createMemory, hashingVectorWeight, type SearchOptions } from '@roster/memory';
 import { testInstallationKey } from '@roster/config/testing';
 import { createScopes } from './bulk-load.js';
+import { createPeer, sqliteVersion } from './locomo-peer.js';
 import { formatMs, formatRatio, mean, percentile, progress, type BenchmarkReport, type ResultTable } from './report.js';
 
 export const title = 'LoCoMo: retrieval recall of evidence turns';
@@ -131,30 +131,6 @@ interface Scored {
   peer: Found;
 }
 
-/**
- * The peer: one FTS5 table in an in-memory SQLite database, a row per turn,
- * tokenizer porter (English stemming over unicode61), ranked by FTS5's bm25().
- */
-function createPeer() {
-  const sqlite = new Sqlite(':memory:');
-  sqlite.exec(`create virtual table turns using fts5(text, conversation unindexed, dia_id unindexed, tokenize = 'porter')`);
-  const insert = sqlite.prepare('insert into turns (text, conversation, dia_id) values (?, ?, ?)');
-  const search = sqlite.prepare<[string, number, number], { dia_id: string }>(
-    'select dia_id from turns where turns match ? and conversation = ? order by rank limit ?',
-  );
-  return {
-    add: (conversation: number, diaId: string, text: string) => insert.run(text, conversation, diaId),
-    /** The question's words (as memory.search splits them), each quoted, joined by OR. */
-    search(conversation: number, question: string): string[] {
-      const words = [...new Set(question.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((word) => word.length > 0))];
-      if (words.length === 0) return [];
-      const match = words.map((word) => `"${word.replaceAll('"', '""')}"`).join(' OR ');
-      return search.all(match, conversation, limit).map((row) => row.dia_id);
-    },
-    close: () => sqlite.close(),
-  };
-}
-
 function score(ranked: ReadonlyArray<readonly string[]>, evidence: readonly string[]): Found {
   const within = (k: number) => new Set(ranked.slice(0, k).flat());
   const recall = {} as Found['recall'];
@@ -170,7 +146,7 @@ export async function run(args: readonly string[]): Promise<BenchmarkReport> {
   const conversations = JSON.parse(fs.readFileSync(options.dataPath, 'utf8')) as Conversation[];
   const embedder = createHashingEmbedder();
   const database = await openEmbeddedDatabase('memory://');
-  const sqlite = createPeer();
+  const sqlite = createPeer(limit);
   try {
     await migrate(database);
     const memory = createMemory({ database, embedder , key: testInstallationKey });
@@ -397,13 +373,4 @@ function buildReport(scored: Scored[], latencies: Record<Mode | typeof peer, num
         `the facts' rows and vectors read back, and MMR; the peer is one statement on an in-process index.`,
     ],
   };
-}
-
-function sqliteVersion(): string {
-  const sqlite = new Sqlite(':memory:');
-  try {
-    return (sqlite.prepare('select sqlite_version() as version').get() as { version: string }).version;
-  } finally {
-    sqlite.close();
-  }
 }

@@ -41,7 +41,7 @@ export interface PromptParts {
 }
 
 /** An agent's prompt read, made ready before the transaction it runs in: the settings its scope opens with, and the read. */
-export interface PromptRead {
+interface PromptRead {
   readonly settings: Record<string, string> | undefined;
   read(tx: ScopedTransaction): Promise<PromptParts>;
 }
@@ -74,7 +74,7 @@ export interface AgentRunner {
  * engine is not called. `prompt`: what the prompt reads, when the caller
  * read it already (in the transaction that stored the message).
  */
-export type RunAgent = (
+type RunAgent = (
   agent: Agent,
   context: TurnContext,
   text: string,

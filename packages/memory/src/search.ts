@@ -6,8 +6,9 @@ import { keptFactCountFrom, ScopeSizeCache } from './scope-sizes.js';
 import { parseSearchSource, searchExpression } from './search-statement.js';
 
 export { keptFactCountFrom, ScopeSizeCache } from './scope-sizes.js';
+import { diversify } from './diversify.js';
 import { validateText } from './text.js';
-import { readableTrust, type Fact, type SearchResult, type Trust } from './types.js';
+import { readableTrust, type SearchResult, type Trust } from './types.js';
 import { isBelievedNow } from './versions.js';
 import { clears, relevanceFloor, weightsOf, type RelevanceFloor } from './relevance.js';
 
@@ -137,10 +138,6 @@ export function anyWordQuery(text: string): string | null {
   const words = [...new Set(text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((word) => word.length > 0))].slice(0, 64);
   if (words.length === 0) return null;
   return words.map((word) => `'${word}'`).join(' | ');
-}
-
-function estimateTokens(text: string): number {
-  return Math.ceil(text.length / 4) + 3;
 }
 
 /**
@@ -321,84 +318,6 @@ export async function prepareSearch(embedder: Embedder, scope: Scope, query: str
   };
 }
 
-
-interface Scored {
-  fact: Fact;
-  fullText: SearchResult['scores']['fullText'];
-  vector: SearchResult['scores']['vector'];
-  fused: number;
-  trustWeight: number;
-  recencyWeight: number;
-  relevance: number;
-  coverage: number;
-  similarity: number | null;
-  relevant: boolean;
-}
-
-/** Maximal marginal relevance over the stored vectors, then the token budget. */
-function diversify(scored: Scored[], vectors: Map<string, number[]>, options: { limit: number; lambda: number; tokenBudget: number }): SearchResult[] {
-  const pool = scored.filter((item) => item.relevance > 0).sort((a, b) => b.relevance - a.relevance);
-  const top = pool[0]?.relevance ?? 1;
-  const chosen: SearchResult[] = [];
-  // Each candidate's greatest similarity to the facts chosen so far, brought up to date with each new choice.
-  const nearest = new Map<Scored, number>(pool.map((item) => [item, 0]));
-  let tokens = 0;
-  while (pool.length > 0 && chosen.length < options.limit) {
-    let bestIndex = 0;
-    let bestScore = -Infinity;
-    pool.forEach((item, index) => {
-      const score = options.lambda * (item.relevance / top) - (1 - options.lambda) * nearest.get(item)!;
-      if (score > bestScore) {
-        bestScore = score;
-        bestIndex = index;
-      }
-    });
-    const [item] = pool.splice(bestIndex, 1) as [Scored];
-    const cost = estimateTokens(item.fact.content ?? '');
-    if (tokens + cost > options.tokenBudget) continue;
-    tokens += cost;
-    const vector = vectors.get(item.fact.id);
-    const nonZero = nonZeroOf(vector);
-    for (const other of pool) nearest.set(other, Math.max(nearest.get(other)!, cosine(vector, vectors.get(other.fact.id), nonZero)));
-    chosen.push({
-      fact: item.fact,
-      tokens: cost,
-      scores: {
-        fullText: item.fullText,
-        vector: item.vector,
-        fused: item.fused,
-        trustWeight: item.trustWeight,
-        recencyWeight: item.recencyWeight,
-        relevance: item.relevance,
-        diversity: bestScore,
-        coverage: item.coverage,
-        similarity: item.similarity,
-      },
-      relevant: item.relevant,
-    });
-  }
-  return chosen;
-}
-
-function cosine(a: number[] | undefined, b: number[] | undefined, nonZero: readonly number[] | undefined): number {
-  if (a === undefined || b === undefined || a.length !== b.length) return 0;
-  let dot = 0;
-  if (nonZero !== undefined) {
-    // A term whose factor in `a` is zero adds nothing, so the sum is the same, to the last bit.
-    for (const index of nonZero) dot += a[index]! * b[index]!;
-    return dot;
-  }
-  for (let index = 0; index < a.length; index += 1) dot += a[index]! * b[index]!;
-  return dot;
-}
-
-/** The positions of a vector that are not zero (a hashing vector has a few dozen of its 256), in order. */
-function nonZeroOf(vector: readonly number[] | undefined): number[] | undefined {
-  if (vector === undefined) return undefined;
-  const positions: number[] = [];
-  for (let index = 0; index < vector.length; index += 1) if (vector[index] !== 0) positions.push(index);
-  return positions;
-}
 
 function clampShare(value: number): number {
   return Number.isFinite(value) ? Math.min(Math.max(value, 0), 1) : neighbourWeight;
