@@ -147,9 +147,9 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     return database.withScope(scope, (tx) => prepared.read(tx), prepared.settings === undefined ? undefined : { settings: prepared.settings });
   }
 
-  /** The history a person's turn reads: its conversation's, before the message it answers. */
-  const historyOf = (context: TurnContext) =>
-    context.depth === 0 && context.scope?.conversationId !== undefined && context.scope.conversationId !== null ? { conversationId: context.scope.conversationId, beforeMessageId: context.messageId } : null;
+  /** The history a person's turn (depth 0) reads in `scope`: its conversation's, before the message it answers. */
+  const historyOf = (scope: Scope, messageId: string, depth: number) =>
+    depth === 0 && scope.conversationId !== undefined && scope.conversationId !== null ? { conversationId: scope.conversationId, beforeMessageId: messageId } : null;
 
   async function runAgent(
     agent: Agent,
@@ -170,7 +170,7 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     const read =
       scope === null
         ? { lessons: [], facts: [], history: [] }
-        : (extra.prompt ?? (await readPrompt(scope, { query, readsBelowFloor: engine.readsBelowFloor === true, agentName: agent.name, history: historyOf(context) })));
+        : (extra.prompt ?? (await readPrompt(scope, { query, readsBelowFloor: engine.readsBelowFloor === true, agentName: agent.name, history: historyOf(scope, context.messageId, context.depth) })));
     const { lessons, facts } = read;
     const history = historyMessages(read.history, agent.id, historyTokens);
     // A colleague answers from what it knows and changes nothing: read-only tools.
@@ -222,8 +222,7 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
     run: runAgent,
     async preparePrompt(agent, scope, messageId, text, queryVector) {
       const engine = options.engineFor(agent);
-      const history = scope.conversationId === undefined || scope.conversationId === null ? null : { conversationId: scope.conversationId, beforeMessageId: messageId };
-      return preparePrompt(scope, { query: text, queryVector, readsBelowFloor: engine.readsBelowFloor === true, agentName: agent.name, history });
+      return preparePrompt(scope, { query: text, queryVector, readsBelowFloor: engine.readsBelowFloor === true, agentName: agent.name, history: historyOf(scope, messageId, 0) });
     },
   };
 }

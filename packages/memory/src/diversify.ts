@@ -64,22 +64,21 @@ export function diversify(scored: Scored[], vectors: Map<string, number[]>, opti
   return chosen;
 }
 
-function cosine(a: number[] | undefined, b: number[] | undefined, nonZero: readonly number[] | undefined): number {
+/**
+ * The dot product of `a` (its positions that are not zero, `nonZero`) and
+ * `b`: a term whose factor in `a` is zero adds nothing, so the sum is the
+ * full one, to the last bit.
+ */
+function cosine(a: number[] | undefined, b: number[] | undefined, nonZero: readonly number[]): number {
   if (a === undefined || b === undefined || a.length !== b.length) return 0;
   let dot = 0;
-  if (nonZero !== undefined) {
-    // A term whose factor in `a` is zero adds nothing, so the sum is the same, to the last bit.
-    for (const index of nonZero) dot += a[index]! * b[index]!;
-    return dot;
-  }
-  for (let index = 0; index < a.length; index += 1) dot += a[index]! * b[index]!;
+  for (const index of nonZero) dot += a[index]! * b[index]!;
   return dot;
 }
 
 /** The positions of a vector that are not zero (a hashing vector has a few dozen of its 256), in order. */
-function nonZeroOf(vector: readonly number[] | undefined): number[] | undefined {
-  if (vector === undefined) return undefined;
+function nonZeroOf(vector: readonly number[] | undefined): number[] {
   const positions: number[] = [];
-  for (let index = 0; index < vector.length; index += 1) if (vector[index] !== 0) positions.push(index);
+  for (let index = 0; index < (vector?.length ?? 0); index += 1) if (vector![index] !== 0) positions.push(index);
   return positions;
 }

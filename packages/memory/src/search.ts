@@ -63,12 +63,17 @@ export interface SearchOptions {
   queryVector?: number[] | null;
 }
 
-/** The query's vector as search computes it: no retries (a person is waiting), null when the embedder fails. */
+/** A query's vector, with no retries: a person is waiting, and full text answers without the vector arm. */
+async function embedText(embedder: Embedder, text: string): Promise<number[] | null> {
+  const [vector = null] = (await embedder.embed([text], { maxRetries: 0 })) as [number[]?];
+  return vector;
+}
+
+/** The query's vector as search computes it, null when the embedder fails. */
 export async function embedQuery(embedder: Embedder, query: string): Promise<number[] | null> {
   const text = validateText(query, 'query');
   try {
-    const [vector = null] = (await embedder.embed([text], { maxRetries: 0 })) as [number[]?];
-    return vector;
+    return await embedText(embedder, text);
   } catch {
     // A remote embedder that is down leaves full-text search working.
     return null;
@@ -200,8 +205,7 @@ export async function prepareSearch(embedder: Embedder, scope: Scope, query: str
   if (mode !== 'full-text' && options.queryVector !== undefined) queryVector = options.queryVector;
   else if (mode !== 'full-text') {
     try {
-      // No retries: a person is waiting, and full text answers without the vector arm.
-      [queryVector = null] = (await embedder.embed([text], { maxRetries: 0 })) as [number[]?];
+      queryVector = await embedText(embedder, text);
     } catch (error) {
       // A remote embedder that is down leaves full-text search working.
       if (mode === 'vector') throw error;
