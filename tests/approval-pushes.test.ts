@@ -1,7 +1,7 @@
 import { testInstallationKey } from '@roster/config/testing';
 import { parseConfig } from '@roster/config';
-import { serveChannel } from '@roster/channels';
-import { until } from '@roster/channels/conformance';
+import { serveChannel } from '@roster/channel-host';
+import { until } from '@roster/channels/testing';
 import { openTestDatabase } from '@roster/db/testing';
 import { createApprovalDesk } from '@roster/learning';
 import { createRuntime } from '@roster/runtime';

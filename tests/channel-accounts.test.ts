@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { hostname } from 'node:os';
-import { until } from '@roster/channels/conformance';
+import { until } from '@roster/channels/testing';
 import { startFakeTelegram } from '@roster/channel-telegram/testing';
 import { chromium } from 'playwright-core';
 import { afterEach, describe, expect, it } from 'vitest';

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { parseConfig } from '@roster/config';
 import { testInstallationKey } from '@roster/config/testing';
-import { serveChannel, type ServedChannel } from '@roster/channels';
-import { until, type FakePlatform } from '@roster/channels/conformance';
+import { serveChannel, type ServedChannel } from '@roster/channel-host';
+import { until, type FakePlatform } from '@roster/channels/testing';
 import { maxFileBytes, type Core } from '@roster/core';
 import type { Database } from '@roster/db';
 import { openTestDatabase } from '@roster/db/testing';

@@ -1,4 +1,4 @@
-import { until, type FakePlatform } from '@roster/channels/conformance';
+import { until, type FakePlatform } from '@roster/channels/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeDiscord } from '@roster/channel-discord/testing';
 import { startFakeSlack } from '@roster/channel-slack/testing';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { until, type FakePlatform, type PlatformUser } from '@roster/channels/conformance';
+import { until, type FakePlatform, type PlatformUser } from '@roster/channels/testing';
 import { pairingHint } from '@roster/core';
 import { migrate, openEmbeddedDatabase } from '@roster/db';
 import { afterEach, describe, expect, it } from 'vitest';

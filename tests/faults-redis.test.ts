@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { until } from '@roster/channels/conformance';
+import { until } from '@roster/channels/testing';
 import { openEmbeddedDatabase } from '@roster/db';
 import { connectionFromUrl, createQueues, jobNames } from '@roster/jobs';
 import { Redis } from 'ioredis';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import { until } from '@roster/channels/conformance';
+import { until } from '@roster/channels/testing';
 import { startFakeTelegram } from '@roster/channel-telegram/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeOpenAi } from './support/fake-openai.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import { until } from '@roster/channels/conformance';
+import { until } from '@roster/channels/testing';
 import { createDiscordAdapter } from '@roster/channel-discord';
 import { startFakeDiscord, type FakeDiscord } from '@roster/channel-discord/testing';
 import { afterEach, describe, expect, it } from 'vitest';

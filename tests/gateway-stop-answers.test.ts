@@ -1,4 +1,4 @@
-import { until } from '@roster/channels/conformance';
+import { until } from '@roster/channels/testing';
 import { channelVariables } from '@roster/channel-registry';
 import { startFakeTelegram, type FakeTelegram } from '@roster/channel-telegram/testing';
 import { createLogger, parseConfig } from '@roster/config';

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { until } from '@roster/channels/conformance';
+import { until } from '@roster/channels/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { linkThrough, startFakeWhatsApp, fakeBot } from '@roster/channel-whatsapp/testing';
 import { testInstallationKey } from '@roster/config/testing';

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startFakeTelegram } from '@roster/channel-telegram/testing';
-import { until } from '@roster/channels/conformance';
+import { until } from '@roster/channels/testing';
 import { connectionFromUrl, createQueues, jobNames } from '@roster/jobs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { endRoster, freePort, runRoster, startListening, startRoster, tempDataDir } from './support/roster-process.js';

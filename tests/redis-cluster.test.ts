@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { until } from '@roster/channels/conformance';
+import { until } from '@roster/channels/testing';
 import { openEmbeddedDatabase } from '@roster/db';
 import { connectionFromUrl, createQueues, jobNames, type QueueSet } from '@roster/jobs';
 import { Cluster } from 'ioredis';

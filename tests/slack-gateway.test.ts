@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { until } from '@roster/channels/conformance';
+import { until } from '@roster/channels/testing';
 import { migrate, openEmbeddedDatabase } from '@roster/db';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeSlack } from '@roster/channel-slack/testing';

@@ -1,4 +1,4 @@
-import { until } from '@roster/channels/conformance';
+import { until } from '@roster/channels/testing';
 import { channelVariables } from '@roster/channel-registry';
 import { linkThrough, startFakeWhatsApp, type FakeWhatsApp } from '@roster/channel-whatsapp/testing';
 import { createLogger, parseConfig } from '@roster/config';

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { until } from '@roster/channels/conformance';
+import { until } from '@roster/channels/testing';
 import { startFakeTelegram } from '@roster/channel-telegram/testing';
 import { connectionFromUrl, createQueues } from '@roster/jobs';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';

@@ -4,7 +4,7 @@ import { createLogger, parseConfig, type Config } from '@roster/config';
 import type { Person } from '@roster/core';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
 import { createRuntime, type Runtime } from '@roster/runtime';
-import { createChannelCredentialStore } from '@roster/channels';
+import { createChannelCredentialStore } from '@roster/channel-host';
 import { createLoginLink, createServer } from '@roster/server';
 import { removePersonJobs, type QueueSet } from '@roster/jobs';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';

@@ -1,7 +1,7 @@
 import { parseConfig } from '@roster/config';
 import { testInstallationKey } from '@roster/config/testing';
-import { serveChannel, type ServeChannelOptions, type ServedChannel } from '@roster/channels';
-import type { FakePlatform, PlatformUser } from '@roster/channels/conformance';
+import { serveChannel, type ServeChannelOptions, type ServedChannel } from '@roster/channel-host';
+import type { FakePlatform, PlatformUser } from '@roster/channels/testing';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
 import { createRuntime } from '@roster/runtime';
 import { startFakeOpenAi, type FakeAnswer } from './fake-openai.js';

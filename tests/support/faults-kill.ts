@@ -4,7 +4,7 @@
  * tests/server/faults-kill.test.ts on a server Postgres.
  */
 import { randomUUID } from 'node:crypto';
-import { until } from '@roster/channels/conformance';
+import { until } from '@roster/channels/testing';
 import { expect, onTestFinished } from 'vitest';
 import type { TestInstallation } from './installation.js';
 import { endRoster, runRoster, signInThrough, startListening } from './roster-process.js';

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { until } from '@roster/channels/conformance';
+import { until } from '@roster/channels/testing';
 import { freePort } from './roster-process.js';
 
 export interface PgBouncer {

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { until } from '@roster/channels/conformance';
+import { until } from '@roster/channels/testing';
 import { freePort } from './roster-process.js';
 
 const run = promisify(execFile);

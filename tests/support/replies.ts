@@ -1,4 +1,4 @@
-import { until } from '@roster/channels/conformance';
+import { until } from '@roster/channels/testing';
 
 /** A platform stand-in as far as the replies go: what the bot sent, to which chat. */
 interface SentLog {

@@ -4,7 +4,7 @@
  * database, tests/server/scale-out.test.ts on a server Postgres.
  */
 import { randomUUID } from 'node:crypto';
-import { until } from '@roster/channels/conformance';
+import { until } from '@roster/channels/testing';
 import { connectionFromUrl, createQueues, jobNames } from '@roster/jobs';
 import { Redis } from 'ioredis';
 import { expect, onTestFinished } from 'vitest';

@@ -7,7 +7,7 @@ import type { Database } from '@roster/db';
 import { openTestDatabase } from '@roster/db/testing';
 import { connectionFromUrl, createQueues, runJobNow, startJobWorker } from '@roster/jobs';
 import { createRuntime, type Runtime } from '@roster/runtime';
-import { createChannelCredentialStore } from '@roster/channels';
+import { createChannelCredentialStore } from '@roster/channel-host';
 import { createLoginLink, createServer } from '@roster/server';
 
 const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';

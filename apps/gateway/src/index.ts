@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import { channelPlugins } from '@roster/channel-registry';
-import { answerWebhook, serveChannel, type ChannelAdapter, type ChannelCredentialStore, type ServedChannel } from '@roster/channels';
+import { answerWebhook, type ChannelAdapter } from '@roster/channels';
+import { serveChannel, type ChannelCredentialStore, type ServedChannel } from '@roster/channel-host';
 import type { InstallationKey, Logger } from '@roster/config';
 import type { Core } from '@roster/core';
 import type { Database } from '@roster/db';

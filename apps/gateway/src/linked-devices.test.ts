@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { describeLinkedDeviceStoreConformance } from '@roster/channels/conformance';
+import { describeLinkedDeviceStoreConformance } from '@roster/channels/testing';
 import { loadMigrations, migrate } from '@roster/db';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-import type { ChannelCredentialStore } from '@roster/channels';
+import type { ChannelCredentialStore } from '@roster/channel-host';
 import type { ChannelWebhooks } from '@roster/gateway';
 import type { Config, InstallationKey, Logger } from '@roster/config';
 import type { Database } from '@roster/db';

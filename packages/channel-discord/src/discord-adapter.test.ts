@@ -1,5 +1,6 @@
-import { ChannelError, serveChannel, type ChannelEvent, type ServedChannel } from '@roster/channels';
-import { until } from '@roster/channels/conformance';
+import { ChannelError, type ChannelEvent } from '@roster/channels';
+import { serveChannel, type ServedChannel } from '@roster/channel-host';
+import { until } from '@roster/channels/testing';
 import { parseConfig } from '@roster/config';
 import { testInstallationKey } from '@roster/config/testing';
 import { maxFileBytes, type Person } from '@roster/core';

@@ -1,4 +1,4 @@
-import { describeChannelConformance } from '@roster/channels/conformance';
+import { describeChannelConformance } from '@roster/channel-host/conformance';
 import { startFakeDiscord } from './fake-discord.js';
 
 describeChannelConformance('discord', { start: () => startFakeDiscord() });

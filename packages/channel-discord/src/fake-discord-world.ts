@@ -4,7 +4,7 @@
  * direct-message channels, what the bot sent and what it was refused, and
  * the payloads Discord builds of them. Test-only: excluded from the build.
  */
-import type { PlatformUser, SendAttempt, SentRecord } from '@roster/channels/conformance';
+import type { PlatformUser, SendAttempt, SentRecord } from '@roster/channels/testing';
 
 const discordEpoch = 1_420_070_400_000n;
 let increment = 0n;

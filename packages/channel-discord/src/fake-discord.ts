@@ -10,7 +10,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import { fakePicture, type Delivered, type FakePlatform, type PlatformMessage, type PlatformUser } from '@roster/channels/conformance';
+import { fakePicture, type Delivered, type FakePlatform, type PlatformMessage, type PlatformUser } from '@roster/channels/testing';
 import { createDiscordAdapter, type DiscordAdapter, type DiscordAdapterOptions } from './discord-adapter.js';
 import { startGateway } from './fake-discord-gateway.js';
 import { createRestServer } from './fake-discord-rest.js';

@@ -8,7 +8,7 @@
  * bot out of, a sync connection that breaks. Test-only, on the package's
  * `./testing` entry.
  */
-import { fakePicture, type Delivered, type FakePlatform, type PlatformMessage, type PlatformUser, type SendAttempt, type SentRecord } from '@roster/channels/conformance';
+import { fakePicture, type Delivered, type FakePlatform, type PlatformMessage, type PlatformUser, type SendAttempt, type SentRecord } from '@roster/channels/testing';
 import type { ChannelLogger } from '@roster/contracts';
 import { createHomeserverState, type FakeEvent } from './fake-homeserver.js';
 import { startFakeServer, type Refusal } from './fake-server.js';

@@ -1,6 +1,6 @@
 import { channelVariables } from '@roster/channel-registry';
 import { startFakeTelegram, type FakeTelegram } from '@roster/channel-telegram/testing';
-import { until } from '@roster/channels/conformance';
+import { until } from '@roster/channels/testing';
 import { createLogger, parseConfig } from '@roster/config';
 import { testInstallationKey } from '@roster/config/testing';
 import { pairingHint } from '@roster/core';

@@ -1,4 +1,4 @@
-import { until } from '@roster/channels/conformance';
+import { until } from '@roster/channels/testing';
 import { pairingHint } from '@roster/core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeMatrix, type FakeMatrix } from './fake-matrix.js';

@@ -1,4 +1,4 @@
-import { describeChannelConformance } from '@roster/channels/conformance';
+import { describeChannelConformance } from '@roster/channel-host/conformance';
 import { startFakeMatrix } from './fake-matrix.js';
 
 describeChannelConformance('matrix', { start: () => startFakeMatrix() });

@@ -3,7 +3,8 @@
  * its own (PGlite), the offline engine, Scout bound to the Matrix bot under
  * the pairing policy, and Olive its owner. Test-only (excluded from the build).
  */
-import { serveChannel, type ChannelAdapter, type ServeChannelOptions, type ServedChannel } from '@roster/channels';
+import { serveChannel, type ServeChannelOptions, type ServedChannel } from '@roster/channel-host';
+import type { ChannelAdapter } from '@roster/channels';
 import { parseConfig } from '@roster/config';
 import { testInstallationKey } from '@roster/config/testing';
 import type { Agent, Person } from '@roster/core';

@@ -10,7 +10,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fakePicture, type FakePlatform, type PlatformMessage, type SendAttempt, type SentRecord } from '@roster/channels/conformance';
+import { fakePicture, type FakePlatform, type PlatformMessage, type SendAttempt, type SentRecord } from '@roster/channels/testing';
 import { attachFakeSocketMode } from './fake-socket-mode.js';
 import { createSlackAdapter, type SlackAdapter } from './slack-adapter.js';
 

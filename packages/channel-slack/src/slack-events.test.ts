@@ -1,5 +1,5 @@
-import { serveChannel, type ServedChannel } from '@roster/channels';
-import { until } from '@roster/channels/conformance';
+import { serveChannel, type ServedChannel } from '@roster/channel-host';
+import { until } from '@roster/channels/testing';
 import { parseConfig } from '@roster/config';
 import { testInstallationKey } from '@roster/config/testing';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';

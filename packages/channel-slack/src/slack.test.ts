@@ -1,4 +1,4 @@
-import { describeChannelConformance } from '@roster/channels/conformance';
+import { describeChannelConformance } from '@roster/channel-host/conformance';
 import { startFakeSlack } from './fake-slack.js';
 
 describeChannelConformance('slack', { start: () => startFakeSlack() });

@@ -1,5 +1,5 @@
 /** Updates as Telegram shapes them: the bot, the group, people and chats, and a message with its files. Test-only. */
-import { fakePicture, type PlatformMessage, type PlatformUser } from '@roster/channels/conformance';
+import { fakePicture, type PlatformMessage, type PlatformUser } from '@roster/channels/testing';
 
 export const fakeBot = { id: 999_000, is_bot: true, first_name: 'Roster', username: 'roster_test_bot', can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false };
 export const groupChat = { id: -1_001_234_567_890, type: 'supergroup', title: 'The team' };

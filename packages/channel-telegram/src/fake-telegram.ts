@@ -10,7 +10,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Delivered, FakePlatform, SendAttempt, SentRecord } from '@roster/channels/conformance';
+import type { Delivered, FakePlatform, SendAttempt, SentRecord } from '@roster/channels/testing';
 import { fakeBot, groupChat, messageUpdate, userOf } from './fake-telegram-updates.js';
 import { createTelegramAdapter, telegramSecretHeader, telegramWebhookPath, type TelegramAdapter } from './telegram-adapter.js';
 

@@ -1,4 +1,4 @@
-import { serveChannel, type ServedChannel } from '@roster/channels';
+import { serveChannel, type ServedChannel } from '@roster/channel-host';
 import { parseConfig } from '@roster/config';
 import { testInstallationKey } from '@roster/config/testing';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';

@@ -14,7 +14,7 @@ describe('Telegram in webhook mode', () => {
   it('sets the webhook with its secret, and hands on only requests that carry it', async () => {
     fake = await startFakeTelegram({ webhook: true });
     const events: ChannelEvent[] = [];
-    await fake.adapter.start({ onMessage: (event) => events.push(event), onApprovalPress: async () => ({ text: '', decided: false }), signal: new AbortController().signal });
+    await fake.adapter.start({ onMessage: (event) => { events.push(event); }, onApprovalPress: async () => ({ text: '', decided: false }), signal: new AbortController().signal });
     const hook = fake.webhook();
     expect(hook).not.toBeNull();
     expect(fake.calls).toEqual(['getMe', 'setWebhook']);

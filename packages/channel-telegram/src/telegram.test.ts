@@ -1,4 +1,4 @@
-import { describeChannelConformance } from '@roster/channels/conformance';
+import { describeChannelConformance } from '@roster/channel-host/conformance';
 import { startFakeTelegram } from './fake-telegram.js';
 
 describeChannelConformance('telegram', { start: () => startFakeTelegram() });

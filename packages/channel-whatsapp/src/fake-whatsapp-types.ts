@@ -1,5 +1,5 @@
 /** What the WhatsApp far side offers its tests (fake-whatsapp.ts), and how it is started. Test-only. */
-import type { Delivered, FakePlatform, PlatformUser } from '@roster/channels/conformance';
+import type { Delivered, FakePlatform, PlatformUser } from '@roster/channels/testing';
 import type { InstallationKey } from '@roster/config';
 import type { LinkedDeviceStore } from '@roster/contracts';
 import type { MediaType, proto, UserFacingSocketConfig, WAMessage, WAMessageKey, WAPresence } from 'baileys';

@@ -21,7 +21,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Boom } from '@hapi/boom';
-import { fakePicture, type Delivered, type PlatformMessage, type PlatformUser, type SendAttempt, type SentRecord } from '@roster/channels/conformance';
+import { fakePicture, type Delivered, type PlatformMessage, type PlatformUser, type SendAttempt, type SentRecord } from '@roster/channels/testing';
 import type { InstallationKey } from '@roster/config';
 import type { LinkedDeviceStore } from '@roster/contracts';
 import {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { describeLinkedDeviceStoreConformance } from '@roster/channels/conformance';
+import { describeLinkedDeviceStoreConformance } from '@roster/channels/testing';
 import { InstallationKey } from '@roster/config';
 import { testInstallationKey } from '@roster/config/testing';
 import type { ChannelHost, ChannelLogger } from '@roster/contracts';

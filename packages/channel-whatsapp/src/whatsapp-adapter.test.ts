@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { serveChannel, type ChannelAdapter, type ChannelEvent, type ServedChannel } from '@roster/channels';
-import { until } from '@roster/channels/conformance';
+import { serveChannel, type ServedChannel } from '@roster/channel-host';
+import { until } from '@roster/channels/testing';
 import { parseConfig } from '@roster/config';
 import { testInstallationKey } from '@roster/config/testing';
 import { openTestDatabase, type TestDatabase } from '@roster/db/testing';
 import { maxFileBytes } from '@roster/core';
 import { createApprovalDesk, listLessons } from '@roster/learning';
 import { createRuntime, type Runtime } from '@roster/runtime';
-import type { LinkedDeviceStore } from '@roster/contracts';
+import type { ChannelAdapter, ChannelEvent, LinkedDeviceStore } from '@roster/contracts';
 import { makeWASocket, proto, type WAMessage } from 'baileys';
 import { WebSocketServer } from 'ws';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';

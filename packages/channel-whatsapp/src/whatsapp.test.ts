@@ -1,4 +1,4 @@
-import { describeChannelConformance } from '@roster/channels/conformance';
+import { describeChannelConformance } from '@roster/channel-host/conformance';
 import { testInstallationKey } from '@roster/config/testing';
 import { beforeAll } from 'vitest';
 import { linkThrough, startFakeWhatsApp } from './fake-whatsapp.js';

@@ -5,7 +5,5 @@ export { downloadFile, tooLargeText, type DownloadOptions } from './download.js'
 export { ChannelError, type ChannelFailure } from './errors.js';
 export { SenderRateLimit } from './rate-limit.js';
 export { retryRateLimited, type RetryOptions } from './retry.js';
-export { answersGraceMs, serveChannel, type ApprovalDesk, type ServeChannelOptions, type ServedChannel } from './serve.js';
 export { splitText } from './split.js';
-export { createChannelCredentialStore, type ChannelCredentialStore, type CredentialChannel, type StoredCredentials } from './credentials.js';
 export { answerWebhook, readJsonBody, webhookBodyLimit } from './webhook.js';

@@ -1,5 +1,5 @@
 import { channelNames, channelPlugins, findChannelPlugin } from '@roster/channel-registry';
-import { createChannelCredentialStore } from '@roster/channels';
+import { createChannelCredentialStore } from '@roster/channel-host';
 import type { Config } from '@roster/config';
 import type { AnyChannelPlugin } from '@roster/contracts';
 import type { ChannelBinding } from '@roster/core';

@@ -1,5 +1,5 @@
 import { channelPlugins } from '@roster/channel-registry';
-import { createChannelCredentialStore } from '@roster/channels';
+import { createChannelCredentialStore } from '@roster/channel-host';
 import { loadInstallationKey, parseRedisUrl, redactUrl, type Config, type InstallationKey, type Logger } from '@roster/config';
 import { compareVersions, loadMigrations, minimumPgvector, openDatabase, probeWrites, type Database } from '@roster/db';
 import { checkModelReference } from '@roster/engines';

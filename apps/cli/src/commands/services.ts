@@ -1,5 +1,5 @@
 import { channelPlugins } from '@roster/channel-registry';
-import { answersGraceMs, createChannelCredentialStore } from '@roster/channels';
+import { answersGraceMs, createChannelCredentialStore } from '@roster/channel-host';
 import { startGateway, type RunningGateway } from '@roster/gateway';
 import { connectionFromUrl, createQueues, removePersonJobs, type QueueSet } from '@roster/jobs';
 import { ensureRedis } from '@roster/redis';

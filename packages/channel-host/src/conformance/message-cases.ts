@@ -1,7 +1,8 @@
 /** Conformance cases on messages: how they map in, are answered, split, redelivered, retried and refused by a platform. */
 import { pairingHint } from '@roster/core';
 import { expect, it } from 'vitest';
-import { until, type ConformanceContext } from './context.js';
+import { until } from '@roster/channels/testing';
+import type { ConformanceContext } from './context.js';
 
 export function messageCases(context: ConformanceContext): void {
   const { channel, prefix, stranger, linked, serve, sentTo, say, query, capture } = context;

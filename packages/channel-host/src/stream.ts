@@ -1,6 +1,6 @@
 import type { Logger } from '@roster/config';
 import type { ChannelAdapter, ChannelTarget } from '@roster/contracts';
-import { splitText } from './split.js';
+import { splitText } from '@roster/channels';
 
 /** What a reply stream needs of the channel it is served on. */
 interface StreamDeps {

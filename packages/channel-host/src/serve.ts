@@ -2,12 +2,8 @@ import type { Logger } from '@roster/config';
 import type { Core, InboundFile, MessageFence, Person, TurnResult } from '@roster/core';
 import { RosterError } from '@roster/errors';
 import type { ApprovalPress, ApprovalRequest, ChannelAdapter, ChannelEvent, ChannelTarget } from '@roster/contracts';
-import { RecentDeliveries } from './dedupe.js';
-import { ChannelError } from './errors.js';
-import { SenderRateLimit } from './rate-limit.js';
-import { retryRateLimited } from './retry.js';
+import { ChannelError, RecentDeliveries, SenderRateLimit, retryRateLimited, splitText } from '@roster/channels';
 import { forTheBot, restored, storable } from './kept-event.js';
-import { splitText } from './split.js';
 import { streamer, type ReplyStream } from './stream.js';
 
 /**

@@ -11,16 +11,7 @@ import { createRuntime, type Runtime } from '@roster/runtime';
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import type { ChannelEvent } from '@roster/contracts';
 import { serveChannel, type ServedChannel, type ServeChannelOptions } from '../serve.js';
-import type { ChannelHarness, FakePlatform, PlatformUser, SentRecord } from './harness.js';
-
-/** Wait until `check` holds (polling); fails with `what` after `ms`. */
-export async function until(check: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+import type { ChannelHarness, FakePlatform, PlatformUser, SentRecord } from '@roster/channels/testing';
 
 interface Fixture {
   test: TestDatabase;

@@ -1,5 +1,4 @@
-export { until } from './context.js';
-export { describeChannelConformance } from './suite.js';
+export { until } from './until.js';
 export { fakePicture } from './harness.js';
 export type { ChannelHarness, Delivered, FakePlatform, PlatformAttachment, PlatformMessage, PlatformUser, SendAttempt, SentRecord } from './harness.js';
 export { describeLinkedDeviceStoreConformance } from './linked-device-store.js';

@@ -6,7 +6,7 @@
  */
 import { describe } from 'vitest';
 import { conformanceContext } from './context.js';
-import type { ChannelHarness } from './harness.js';
+import type { ChannelHarness } from '@roster/channels/testing';
 import { messageCases } from './message-cases.js';
 import { policyCases } from './policy-cases.js';
 

@@ -2,7 +2,8 @@
 import { pairingHint } from '@roster/core';
 import { createApprovalDesk, listLessons } from '@roster/learning';
 import { expect, it } from 'vitest';
-import { until, type ConformanceContext } from './context.js';
+import { until } from '@roster/channels/testing';
+import type { ConformanceContext } from './context.js';
 
 export function policyCases(context: ConformanceContext): void {
   const { channel, prefix, stranger, linked, bindToScout, serve, sentTo, say, command, query } = context;

@@ -1,0 +1,1 @@
+export { describeChannelConformance } from './suite.js';
