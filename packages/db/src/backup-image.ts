@@ -6,7 +6,7 @@ import { RosterError } from '@roster/errors';
 import pg from 'pg';
 import type { Database } from './database.js';
 import { hostOnlyEntries, requestImage } from './embedded-image.js';
-import { canShareFolder } from './embedded-share.js';
+import { canShareFolder } from './host-socket.js';
 import { embeddedDataDir } from './open.js';
 
 type Target = Pick<Config, 'DATABASE_URL' | 'ROSTER_DATA_DIR'>;

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { privateFileMode } from '@roster/config';
+import { privateFileMode } from '@roster/config/files';
 import { RosterError } from '@roster/errors';
 
 /** The file in an embedded database folder that names the process holding it. */

@@ -3,7 +3,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { embeddedSocketPath, sharedSocketPool } from './embedded-share.js';
+import { sharedSocketPool } from './embedded-share.js';
+import { embeddedSocketPath } from './host-socket.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {

@@ -10,12 +10,12 @@
  */
 import fs from 'node:fs';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
-import { privateFileMode } from '@roster/config';
+import { privateFileMode } from '@roster/config/files';
 import { RosterError } from '@roster/errors';
 import { imageSocketPath, serveImages } from './embedded-image.js';
 import { keepRequestsWhole } from './host-batches.js';
-import { embeddedSocketPath, type HostReport } from './embedded-share.js';
-import { openPglite } from './open.js';
+import { embeddedSocketPath, type HostReport } from './host-socket.js';
+import { openPglite } from './pglite-open.js';
 
 /** How long the host stays once its last connection has closed (and as many checks, each `idleCheckMs`, that found nobody). */
 const idleGraceMs = 2_000;

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
-import { privateFileMode } from '@roster/config';
+import { privateFileMode } from '@roster/config/files';
 import { RosterError } from '@roster/errors';
 
 /**

@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { makePrivateFolder } from '@roster/config';
+import { makePrivateFolder } from '@roster/config/files';
 import { RosterError } from '@roster/errors';
 import pg from 'pg';
 import { dataDirHolder } from './data-dir-lock.js';
+import { embeddedSocketPath, type HostReport } from './host-socket.js';
 
 /**
  * How an embedded database folder is shared by every Roster command that uses
@@ -25,10 +26,6 @@ import { dataDirHolder } from './data-dir-lock.js';
  * transactions.
  */
 
-/** The file name node-postgres looks for in a socket folder, for port 5432. */
-const embeddedSocketName = '.s.PGSQL.5432';
-/** Unix socket paths longer than this do not fit the kernel's limit. */
-export const maxSocketPath = 100;
 /**
  * How long a command waits for another process's host that is starting or
  * leaving before it gives up, and for a host it started to open the folder.
@@ -39,19 +36,6 @@ export const hostWaitMs = 60_000;
 const pollMs = 100;
 /** A host that says it is ready yet cannot be reached is not started again and again. */
 const maxHostStarts = 3;
-
-/** What the host says on its IPC channel once it is serving, or why it is not. */
-export type HostReport = { kind: 'ready' } | { kind: 'busy' } | { kind: 'failed'; message: string };
-
-/** Where the host of `dataDir` listens. */
-export function embeddedSocketPath(dataDir: string): string {
-  return path.join(dataDir, embeddedSocketName);
-}
-
-/** Whether the folder's socket path fits a Unix socket; if not, the folder cannot be shared. */
-export function canShareFolder(dataDir: string): boolean {
-  return embeddedSocketPath(dataDir).length <= maxSocketPath;
-}
 
 /** The host script, built beside this file (`../dist` also from the sources, for the package's own tests). */
 const hostScript = fileURLToPath(new URL('../dist/embedded-host.js', import.meta.url));

@@ -8,8 +8,9 @@ import { RosterError } from '@roster/errors';
 import type pg from 'pg';
 import { migrate } from './migrate.js';
 import { createPoolDatabase } from './database.js';
-import { canShareFolder, embeddedSocketPath, maxSocketPath, sharedSocketPool } from './embedded-share.js';
-import { openPglite } from './open.js';
+import { sharedSocketPool } from './embedded-share.js';
+import { canShareFolder, embeddedSocketPath, maxSocketPath } from './host-socket.js';
+import { openPglite } from './pglite-open.js';
 import { startPasswordGate, type PasswordGate } from './password-gate.js';
 import { pglitePool } from './pglite-connection.js';
 

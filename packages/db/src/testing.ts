@@ -6,7 +6,8 @@ import path from 'node:path';
 import pg from 'pg';
 import { createPoolDatabase, type Database } from './database.js';
 import { loadMigrations, migrate } from './migrate.js';
-import { openPglite, openServerDatabase } from './open.js';
+import { openServerDatabase } from './open.js';
+import { openPglite } from './pglite-open.js';
 import { pglitePool } from './pglite-connection.js';
 
 export interface TestDatabase {

@@ -1,13 +1,19 @@
 import type { InstallationKey } from '@roster/config';
 import type { Person } from '@roster/core';
-import { createRuntime, type Runtime } from '@roster/runtime';
+import type { Runtime } from '@roster/runtime';
 import type { CommandIo } from '../io.js';
 import { openKeyedRuntime, type Runtime as ProcessRuntime } from '../runtime.js';
 
 /** Open the database (migrated) and wire memory, engines and the core. */
 export async function openRoster(io: CommandIo): Promise<ProcessRuntime & { key: InstallationKey; roster: Runtime }> {
-  const base = await openKeyedRuntime(io);
+  // The database opens first (on a folder nobody holds, its host starts in a process of its own), and the core's
+  // modules load meanwhile: a cold command waits for the longer of the two, not for both.
+  const opening = openKeyedRuntime(io);
+  const loading = import('@roster/runtime');
+  loading.catch(() => {});
+  const base = await opening;
   try {
+    const { createRuntime } = await loading;
     const roster = await createRuntime({ config: base.config, database: base.database, logger: base.logger, key: base.key });
     return { ...base, roster };
   } catch (error) {
