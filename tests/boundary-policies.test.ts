@@ -337,4 +337,22 @@ describe('row-level security on every table that holds what people said', () => 
     expect(checked.length).toBe(test.kind === 'embedded' ? 3 : 2);
     expect(checked.filter((role) => role.superuser || role.bypass)).toEqual([]);
   });
+
+  it('lets roster_ops read every table and sequence of the schema, as a server backup (pg_dump as roster_ops) must', async () => {
+    const relations = await db.ownerScope('test: read the grants', async (tx) =>
+      (
+        await tx.query<{ name: string; kind: string; readable: boolean }>(
+          `select c.relname as name, c.relkind::text as kind,
+                  case when c.relkind = 'S' then has_sequence_privilege('roster_ops', c.oid, 'select')
+                       else has_table_privilege('roster_ops', c.oid, 'select') end as readable
+           from pg_class c join pg_namespace n on n.oid = c.relnamespace
+           where n.nspname = 'public' and c.relkind in ('r', 'p', 'S')
+           order by 1`,
+        )
+      ).rows,
+    );
+    // The positive control: the tables that hold what people said, and a sequence, are among those checked.
+    expect(relations.map((relation) => relation.name)).toEqual(expect.arrayContaining(['facts', 'messages', 'tombstones', 'channel_inbox_id_seq']));
+    expect(relations.filter((relation) => !relation.readable).map((relation) => relation.name)).toEqual([]);
+  });
 });

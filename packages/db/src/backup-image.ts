@@ -120,10 +120,16 @@ function runTool(tool: string, args: string[], env: NodeJS.ProcessEnv, input?: B
   });
 }
 
-/** pg_dump of the public schema (Roster's tables, the migration ledger among them), owners left out. */
+/**
+ * pg_dump of the public schema (Roster's tables, the migration ledger among
+ * them), owners left out. It reads as roster_ops, under row-level security:
+ * the tables force it on their owner, so a plain owner role (a managed
+ * Postgres's) reading with it off is refused, and with it on as itself sees
+ * no rows; roster_ops reads every table and every row, as the owner's tools do.
+ */
 async function pgDump(url: string): Promise<Buffer> {
   const { url: bare, env } = clientEnvironment(url);
-  return runTool('pg_dump', ['--dbname', bare, '--format=plain', '--schema=public', '--no-owner', '--quote-all-identifiers'], env);
+  return runTool('pg_dump', ['--dbname', bare, '--format=plain', '--schema=public', '--no-owner', '--quote-all-identifiers', '--role=roster_ops', '--enable-row-security'], env);
 }
 
 /** Load a pg_dump into an empty database in one transaction, after pgvector and Roster's roles are made ready. */
