@@ -4,8 +4,8 @@
  * CLI), the time each command takes from start to exit, the copy's own time
  * (the header's `tookMs`) and the file's size. On the embedded database
  * always; on a server Postgres when TEST_DATABASE_URL names one (an
- * administrator's connection: the dump and the restore need a role that
- * bypasses row-level security).
+ * administrator's connection, which makes the databases; the dump reads as
+ * roster_ops, so any owner role would do).
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
