@@ -243,6 +243,29 @@ describe('failures are one line', () => {
       'roster jobs run: No worker finished fade within 1 s; the job stays queued. Start roster start or roster worker, or wait longer with --timeout.',
     ]);
   });
+
+  it('jobs run without --wait, twenty times: each queues one job and says one line, never a stack', { timeout: manyProcesses }, async () => {
+    const prefix = `test-${randomUUID()}`;
+    const queues = createQueues(connectionFromUrl(redisUrl), prefix);
+    cleanups.push(async () => {
+      await Promise.all(Object.values(queues.queues).map((queue) => queue.obliterate({ force: true })));
+      await queues.close();
+    });
+    const { run } = rosterIn(dataDir(), { ROSTER_QUEUE_PREFIX: prefix });
+    const runs = [];
+    // Four at a time: the connection closing as the command ends is where a stack used to come from.
+    for (let batch = 0; batch < 5; batch += 1) runs.push(...(await Promise.all(Array.from({ length: 4 }, () => run('jobs', 'run', 'fade')))));
+    for (const result of runs) {
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout.trim().split('\n')).toEqual([expect.stringMatching(/^fade queued as job \S+\.$/)]);
+      expect(stderrLines(result)).toEqual([]);
+    }
+    const ids = runs.map((result) => /job (\S+)\./.exec(result.stdout)![1]);
+    expect(new Set(ids).size).toBe(20);
+    // One job each, none twice: the queue holds exactly the twenty the commands named.
+    const jobs = await queues.queues.fade.getJobs(['waiting', 'delayed', 'prioritized']);
+    expect(jobs.map((job) => job.id).sort()).toEqual([...ids].sort());
+  });
 });
 
 describe('HTTP answers', () => {
