@@ -338,6 +338,23 @@ describe('row-level security on every table that holds what people said', () => 
     expect(checked.filter((role) => role.superuser || role.bypass)).toEqual([]);
   });
 
+  it('reads the scope once per statement in every policy: each roster_scope_*() call is a sub-select (an init plan), not a call per row', async () => {
+    const policies = await db.ownerScope('test: read the policies', async (tx) =>
+      (
+        await tx.query<{ name: string; expression: string }>(
+          `select pol.polname as name, concat_ws(' ', pg_get_expr(pol.polqual, pol.polrelid), pg_get_expr(pol.polwithcheck, pol.polrelid)) as expression
+           from pg_policy pol join pg_class c on c.oid = pol.polrelid join pg_namespace n on n.oid = c.relnamespace
+           where n.nspname = 'public' and concat_ws(' ', pg_get_expr(pol.polqual, pol.polrelid), pg_get_expr(pol.polwithcheck, pol.polrelid)) ~ 'roster_scope_[a-z]+\\(\\)'
+           order by 1`,
+        )
+      ).rows,
+    );
+    // The positive control: the policies on facts and messages are among those that read the scope.
+    expect(policies.map((policy) => policy.name)).toEqual(expect.arrayContaining(['facts_select', 'facts_insert', 'messages_app_select']));
+    const perRow = policies.filter((policy) => [...policy.expression.matchAll(/(\S+\s*)roster_scope_[a-z]+\(\)/g)].some((call) => call[1]!.trim() !== 'SELECT'));
+    expect(perRow.map((policy) => policy.name)).toEqual([]);
+  });
+
   it('lets roster_ops read every table and sequence of the schema, as a server backup (pg_dump as roster_ops) must', async () => {
     const relations = await db.ownerScope('test: read the grants', async (tx) =>
       (
