@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connectionFromUrl, createQueues } from '@roster/jobs';
-import { readBackupHeader, type BackupHeader } from './support/backup-file.js';
+import { readBackupHeader, restoreReplayingForgets, type BackupHeader } from './support/backup-file.js';
 import { dropQueueKeys } from './support/installation.js';
 import { endRoster, freePort, runRoster, startRoster, tempDataDir } from './support/roster-process.js';
 
@@ -80,18 +80,8 @@ describe('roster backup and roster restore', () => {
 
     // Restored with the newer database's tombstones: the bike is there (positive control), the tea is not.
     const replayed = { ROSTER_DATA_DIR: folder(), ROSTER_SECRET_KEY: key, ROSTER_QUEUE_PREFIX: prefix, REDIS_URL: redisUrl };
-    const restored = await roster(replayed, 'restore', file, '--replay-forgets-from', source);
-    expect(restored).toContain('1 tombstone newer than the backup, 1 fact forgotten again');
-    expect(restored).toContain(`Scout  ${header.heads[0]!.head}`);
-    const kept = await contentsOf(replayed);
-    expect(kept).toContain('my bike is teal');
-    expect(kept).not.toContain('my favourite tea is oolong');
-    const verified = await runRoster(['audit', 'verify', '--agent', 'Scout', '--expect', header.heads[0]!.head], replayed);
-    expect(verified.code, verified.stderr).toBe(0);
-    expect(verified.stdout).toMatch(/^Scout\s+ok\s+/);
-    const doctor = await runRoster(['doctor', '--deep'], replayed, 120_000);
-    expect(doctor.code, doctor.stdout).toBe(0);
-    expect(doctor.stdout).toMatch(/^pages\s+ok/m);
+    const doctor = await restoreReplayingForgets(replayed, file, source, header.heads[0]!.head, { kept: 'my bike is teal', forgotten: 'my favourite tea is oolong' });
+    expect(doctor).toMatch(/^pages\s+ok/m);
 
     // Restored without them: the forgotten fact comes back, which is what the option is for.
     const plain = { ROSTER_DATA_DIR: folder(), ROSTER_SECRET_KEY: key };

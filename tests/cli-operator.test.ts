@@ -37,6 +37,17 @@ function rosterIn(dir: string, extra: Record<string, string> = {}) {
   return { run, ok };
 }
 
+/** The job queues under a prefix of their own on the machine's Redis, emptied and closed after the test. */
+function queuesOfTheirOwn(): { prefix: string; queues: ReturnType<typeof createQueues> } {
+  const prefix = `test-${randomUUID()}`;
+  const queues = createQueues(connectionFromUrl(redisUrl), prefix);
+  cleanups.push(async () => {
+    await Promise.all(Object.values(queues.queues).map((queue) => queue.obliterate({ force: true })));
+    await queues.close();
+  });
+  return { prefix, queues };
+}
+
 const characters = (line: string): number => [...line].length;
 
 /** Tests that run the real process many times: each start boots Node and, for most commands, the embedded database. */
@@ -226,12 +237,7 @@ describe('failures are one line', () => {
   });
 
   it('jobs run --wait with no worker: one line that says what to do; without --wait the job is queued', async () => {
-    const prefix = `test-${randomUUID()}`;
-    const queues = createQueues(connectionFromUrl(redisUrl), prefix);
-    cleanups.push(async () => {
-      await Promise.all(Object.values(queues.queues).map((queue) => queue.obliterate({ force: true })));
-      await queues.close();
-    });
+    const { prefix } = queuesOfTheirOwn();
     const { run } = rosterIn(dataDir(), { ROSTER_QUEUE_PREFIX: prefix });
     const queued = await run('jobs', 'run', 'fade');
     expect(queued.code, queued.stderr).toBe(0);
@@ -245,12 +251,7 @@ describe('failures are one line', () => {
   });
 
   it('jobs run without --wait, twenty times: each queues one job and says one line, never a stack', { timeout: manyProcesses }, async () => {
-    const prefix = `test-${randomUUID()}`;
-    const queues = createQueues(connectionFromUrl(redisUrl), prefix);
-    cleanups.push(async () => {
-      await Promise.all(Object.values(queues.queues).map((queue) => queue.obliterate({ force: true })));
-      await queues.close();
-    });
+    const { prefix, queues } = queuesOfTheirOwn();
     const { run } = rosterIn(dataDir(), { ROSTER_QUEUE_PREFIX: prefix });
     const runs = [];
     // Four at a time: the connection closing as the command ends is where a stack used to come from.

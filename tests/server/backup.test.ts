@@ -1,10 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readBackupHeader } from '../support/backup-file.js';
-import { requireServerUrl } from '../support/installation.js';
+import { readBackupHeader, restoreReplayingForgets } from '../support/backup-file.js';
+import { onServer, requireServerUrl } from '../support/installation.js';
 import { runRoster, tempDataDir } from '../support/roster-process.js';
 
 /**
@@ -15,20 +14,10 @@ import { runRoster, tempDataDir } from '../support/roster-process.js';
  */
 const adminUrl = requireServerUrl();
 
-const cleanups: Array<() => Promise<void> | void> = [];
+const cleanups: Array<() => Promise<unknown> | void> = [];
 afterAll(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
-
-async function admin<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
 
 const suffix = randomUUID().replaceAll('-', '').slice(0, 12);
 const role = `roster_backup_${suffix}`;
@@ -37,11 +26,11 @@ const password = randomUUID();
 /** A new, empty database owned by the plain role, pgvector created in it by the administrator; its URL as that role. */
 async function database(name: string): Promise<string> {
   const full = `roster_${name}_${suffix}`;
-  await admin(adminUrl, (client) => client.query(`create database ${full} owner ${role}`));
-  cleanups.push(() => admin(adminUrl, (client) => client.query(`drop database if exists ${full} with (force)`)));
+  await onServer(adminUrl, (client) => client.query(`create database ${full} owner ${role}`));
+  cleanups.push(() => onServer(adminUrl, (client) => client.query(`drop database if exists ${full} with (force)`)));
   const url = new URL(adminUrl);
   url.pathname = `/${full}`;
-  await admin(url.toString(), (client) => client.query('create extension if not exists vector'));
+  await onServer(url.toString(), (client) => client.query('create extension if not exists vector'));
   url.username = role;
   url.password = password;
   return url.toString();
@@ -52,8 +41,8 @@ const said = (stderr: string) => stderr.trim().split('\n').filter((line) => line
 
 describe('roster backup and roster restore on a server Postgres', () => {
   it('backs up while a chat runs; restores into a new database whose audit verifies against the heads and whose facts are there; a later forget stays forgotten only with --replay-forgets-from; a database that is not empty is refused', async () => {
-    await admin(adminUrl, (client) => client.query(`create role ${role} login password '${password}' nosuperuser createrole nobypassrls`));
-    cleanups.push(() => admin(adminUrl, (client) => client.query(`drop role if exists ${role}`)));
+    await onServer(adminUrl, (client) => client.query(`create role ${role} login password '${password}' nosuperuser createrole nobypassrls`));
+    cleanups.push(() => onServer(adminUrl, (client) => client.query(`drop role if exists ${role}`)));
     const key = randomBytes(32).toString('hex');
     const dataDir = tempDataDir({ fresh: true });
     cleanups.push(() => fs.rmSync(dataDir, { recursive: true, force: true }));
@@ -97,19 +86,9 @@ describe('roster backup and roster restore on a server Postgres', () => {
 
     // Restored with the newer database's tombstones: the bike is there (positive control), the tea is not.
     const replayed = environment(await database('replayed'));
-    const restored = await roster(replayed, 'restore', file, '--replay-forgets-from', sourceUrl);
-    expect(restored).toContain('1 tombstone newer than the backup, 1 fact forgotten again');
-    expect(restored).toContain(`Scout  ${header.heads[0]!.head}`);
-    const kept = await contentsOf(replayed);
-    expect(kept).toContain('my bike is teal');
-    expect(kept).not.toContain('my favourite tea is oolong');
-    const verified = await runRoster(['audit', 'verify', '--agent', 'Scout', '--expect', header.heads[0]!.head], replayed);
-    expect(verified.code, verified.stderr).toBe(0);
-    expect(verified.stdout).toMatch(/^Scout\s+ok\s+/);
-    const doctor = await runRoster(['doctor', '--deep'], replayed, 120_000);
-    expect(doctor.code, doctor.stdout).toBe(0);
+    await restoreReplayingForgets(replayed, file, sourceUrl, header.heads[0]!.head, { kept: 'my bike is teal', forgotten: 'my favourite tea is oolong' });
     // Still as the plain role: the restore gave the tables to no one else, and row-level security still applies.
-    const owners = await admin(adminUrl.replace(/\/[^/]*$/, `/roster_replayed_${suffix}`), async (client) =>
+    const owners = await onServer(adminUrl.replace(/\/[^/]*$/, `/roster_replayed_${suffix}`), async (client) =>
       (await client.query<{ tableowner: string }>(`select distinct tableowner from pg_tables where schemaname = 'public'`)).rows.map((row) => row.tableowner),
     );
     expect(owners).toEqual([role]);

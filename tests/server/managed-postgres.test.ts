@@ -3,9 +3,8 @@ import { migrate, openServerDatabase, type Database } from '@roster/db';
 import { parseConfig } from '@roster/config';
 import { testInstallationKey } from '@roster/config/testing';
 import { createRuntime } from '@roster/runtime';
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { requireServerUrl } from '../support/installation.js';
+import { onServer, requireServerUrl } from '../support/installation.js';
 
 /**
  * Roster on a server Postgres as a managed service hands it out: the role in
@@ -22,35 +21,25 @@ afterAll(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
 
-async function admin<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
-
 describe('a managed Postgres, as a plain role', () => {
   it('migrates, remembers, recalls and forgets with scopes enforced, as a role that is neither superuser nor BYPASSRLS', async () => {
     const suffix = randomUUID().replaceAll('-', '').slice(0, 12);
     const role = `roster_main_${suffix}`;
     const name = `roster_managed_${suffix}`;
     const password = randomUUID();
-    await admin(adminUrl, async (client) => {
+    await onServer(adminUrl, async (client) => {
       await client.query(`create role ${role} login password '${password}' nosuperuser createrole nobypassrls`);
       await client.query(`create database ${name} owner ${role}`);
     });
     cleanups.push(() =>
-      admin(adminUrl, async (client) => {
+      onServer(adminUrl, async (client) => {
         await client.query(`drop database if exists ${name} with (force)`);
         await client.query(`drop role if exists ${role}`);
       }),
     );
     const databaseUrl = new URL(adminUrl);
     databaseUrl.pathname = `/${name}`;
-    await admin(databaseUrl.toString(), (client) => client.query('create extension if not exists vector'));
+    await onServer(databaseUrl.toString(), (client) => client.query('create extension if not exists vector'));
     const asRole = new URL(databaseUrl);
     asRole.username = role;
     asRole.password = password;
@@ -73,7 +62,7 @@ describe('a managed Postgres, as a plain role', () => {
     expect((await say('Scout', 'what do you know about bike')).replies[0]?.text).toBe("I don't know anything about bike yet.");
     expect(scout.id).not.toBe(coder.id);
 
-    const attributes = await admin(adminUrl, async (client) =>
+    const attributes = await onServer(adminUrl, async (client) =>
       (await client.query<{ rolsuper: boolean; rolbypassrls: boolean }>('select rolsuper, rolbypassrls from pg_roles where rolname = $1', [role])).rows[0],
     );
     expect(attributes).toEqual({ rolsuper: false, rolbypassrls: false });

@@ -5,6 +5,7 @@ import { testSecretKey } from '@roster/config/testing';
 import { openEmbeddedDatabase, openServerDatabase, type Database } from '@roster/db';
 import { createTestServerDatabase } from '@roster/db/testing';
 import { Redis } from 'ioredis';
+import pg from 'pg';
 import { tempDataDir } from './roster-process.js';
 
 const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -89,5 +90,16 @@ export async function dropQueueKeys(prefix: string): Promise<void> {
     if (keys.length > 0) await redis.del(...keys);
   } finally {
     await redis.quit();
+  }
+}
+
+/** Run `fn` on one connection to `url` (a server Postgres), closed afterwards. */
+export async function onServer<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
   }
 }
