@@ -255,3 +255,49 @@ describe('archive and purge', () => {
     expect(actions).toEqual(['remember', 'forget', 'purge']);
   });
 });
+
+describe('what a turn writes beside its reply', () => {
+  const eventsOf = (f: RosterFixture, action: string) =>
+    f.database.adminScope('test: read audit events', async (tx) => {
+      const { rows } = await tx.query<{ target_id: string; actor_kind: string; actor_id: string | null; reason: string | null }>(
+        `select target_id, actor_kind, actor_id, detail->>'reason' as reason from memory_events where action = $1 order by seq`,
+        [action],
+      );
+      return rows;
+    });
+  const factRow = (f: RosterFixture, content: string) =>
+    f.database.adminScope('test: read a fact', async (tx) => {
+      const { rows } = await tx.query<{ id: string; uses: number; last_used_at: Date | null }>('select id, uses, last_used_at from facts where content = $1', [content]);
+      return rows[0]!;
+    });
+
+  it('stores a remembered fact with its vector and event, and a recall’s uses with their events, each chain link whole', async () => {
+    const f = await fixture();
+    await f.roster.core.directory.linkIdentity(f.people.Ada!.id, 'telegram', 'tg-1', 'ada');
+    await bind(f, 'pairing');
+    const said = await f.roster.core.handle(fromTelegram('tg-1', 'remember that my locker number is 4418'));
+    expect(said.replies[0]?.toolCalls.map((call) => call.toolName)).toEqual(['remember']);
+    const locker = await factRow(f, 'my locker number is 4418');
+    expect(await f.learningEvents()).toEqual(['Scout/Ada/remember']);
+    expect(await eventsOf(f, 'remember')).toEqual([expect.objectContaining({ target_id: locker.id, actor_kind: 'person' })]);
+    const vectors = await f.database.adminScope('test: read vectors', async (tx) =>
+      (await tx.query<{ searchable: boolean }>('select searchable from fact_embeddings where fact_id = $1', [locker.id])).rows,
+    );
+    expect(vectors).toEqual([{ searchable: true }]);
+
+    // Plain talk uses nothing (the control).
+    await f.roster.core.handle(fromTelegram('tg-1', 'hello there'));
+    expect(await factRow(f, 'my locker number is 4418')).toMatchObject({ uses: 0, last_used_at: null });
+    expect(await eventsOf(f, 'use')).toEqual([]);
+
+    const asked = await f.roster.core.handle(fromTelegram('tg-1', 'what do you know about my locker?'));
+    expect(asked.replies[0]?.toolCalls.map((call) => call.toolName)).toEqual(['recall']);
+    expect(asked.replies[0]?.text).toContain('4418');
+    expect(await factRow(f, 'my locker number is 4418')).toMatchObject({ uses: 1, last_used_at: expect.any(Date) });
+    expect(await eventsOf(f, 'use')).toEqual([{ target_id: locker.id, actor_kind: 'agent', actor_id: 'Scout', reason: 'recall' }]);
+    await f.roster.core.handle(fromTelegram('tg-1', 'what do you know about my locker?'));
+    expect(await factRow(f, 'my locker number is 4418')).toMatchObject({ uses: 2 });
+    expect(await eventsOf(f, 'use')).toHaveLength(2);
+    expect(await f.roster.memory.audit.verify()).toEqual([expect.objectContaining({ agentId: f.agents.Scout!.id, ok: true, events: 3 })]);
+  });
+});

@@ -3,8 +3,9 @@ import type { Database, ScopedTransaction, Transaction } from '@roster/db';
 /**
  * Counts what the product sends to Postgres, at the Database layer: each
  * statement a transaction's function runs, plus the statements the layer
- * itself sends around it (packages/db/src/database.ts: begin, `set local
- * role`, the scope's `set_config` in one round trip, then commit). Every call
+ * itself sends around it (packages/db/src/database.ts: begin and the scope's
+ * role and settings, one `select set_config(…)`, in one round trip, then
+ * commit; an admin transaction's `set local role`). Every call
  * is passed on as it is.
  */
 export interface StatementCounter {
@@ -43,7 +44,8 @@ async function timed<T>(timings: StatementTimings | undefined, label: string | n
   }
 }
 
-const layerStatements = { withScope: 4, adminScope: 3, ownerScope: 2, query: 3 } as const;
+/** Begin, the opening (the role and the scope's settings are one `select set_config(…)`; an admin's `set local role`), commit. */
+const layerStatements = { withScope: 3, adminScope: 3, ownerScope: 2, query: 3 } as const;
 
 export function countStatements(database: Database, counter: StatementCounter): Database {
   const counted = <T extends Transaction>(tx: T): T =>
@@ -70,9 +72,9 @@ export function countStatements(database: Database, counter: StatementCounter): 
       return timed(counter.timings, null, () =>
         database.adminScope(reason, (tx, enter) =>
           fn(counted(tx), async (scope, options) => {
-            // `set local role` and the scope's settings, in one round trip.
-            counter.statements += 2;
-            return counted(await timed(counter.timings, 'enter a scope: set local role, the scope’s settings', () => enter(scope, options)));
+            // The role and the scope's settings: one statement.
+            counter.statements += 1;
+            return counted(await timed(counter.timings, 'enter a scope: the role and the scope’s settings', () => enter(scope, options)));
           }),
         ),
       );

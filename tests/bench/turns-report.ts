@@ -163,8 +163,9 @@ export function buildReport(results: RunResult[], options: Options, server: bool
         `*core share* is a turn's time less the engine's own time (the offline engine's \`run\` less the memory tools it ` +
         `called, which are the core's work); the offline engine needs no model, so almost all of a turn is the core's. ` +
         `*SQL statements per turn* are counted by a wrapper around the Database (each statement a transaction runs, plus ` +
-        `begin, \`set local role\`, the scope's settings and commit that the layer sends around it; the first three go in one ` +
-        `round trip, and a graph search's own settings go in the scope's statement), divided by the turns of the row.`,
+        `begin, the scope's role and settings (one \`select set_config(…)\`; an admin transaction's \`set local role\`) and ` +
+        `commit that the layer sends around it; the first two go in one round trip, and a graph search's own settings go in ` +
+        `the scope's statement), divided by the turns of the row.`,
       `The embedded database is one PGlite session in the benchmark's process: concurrent conversations take turns on it, ` +
         `so latency grows with the conversations at once while turns per second stay about flat.`,
     ],

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { enqueue, isUuid, outboxInsertSql, outboxRows, type Database, type EraseJob, type OutboxJob, type Scope, type ScopedTransaction, type Transaction } from '@roster/db';
+import { enqueue, isUuid, outboxInsertSql, outboxRows, type Database, type EraseJob, type OutboxJob, type Scope, type ScopedTransaction, type Transaction, type WriteAlong } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { redactSecrets } from '@roster/memory';
 import type { Channel } from './directory.js';
@@ -98,10 +98,13 @@ export class ConversationStore {
       visibility: Visibility;
       untrusted?: boolean;
     },
-    options: { touch?: boolean; jobs?: readonly FollowUpJob[] } = {},
+    options: { touch?: boolean; jobs?: readonly FollowUpJob[]; along?: readonly WriteAlong[] } = {},
   ): Promise<{ id: string; duplicate: boolean }> {
     const redacted = redactSecrets(message.text);
     const jobs = options.jobs ?? [];
+    const along = options.along ?? [];
+    const firstAlong = jobs.length === 0 ? 11 : 12;
+    const alongSql = along.map((write, index) => `, along${index} as (${write.sql(`$${firstAlong + index}`, 'exists (select 1 from inserted)')})`).join('');
     // The conversation's last message time moves with the message (unless told not to: a team's replies, see
     // `releaseTurn`), and the jobs that follow it are written, in the same statement.
     const { rows } = await tx.query<{ id: string }>(
@@ -112,8 +115,8 @@ export class ConversationStore {
          returning id
        ), touched as (
          update conversations set last_message_at = now() where id = $1 and $10::boolean and exists (select 1 from inserted)
-       )${jobs.length === 0 ? '' : `, jobs as (${outboxInsertSql('$11', 'exists (select 1 from inserted)')})`}
-       select id from inserted`,
+       )${jobs.length === 0 ? '' : `, jobs as (${outboxInsertSql('$11', 'exists (select 1 from inserted)')})`}${alongSql}
+       select id from inserted${along.map((_, index) => ` cross join (select count(*) from along${index}) along${index}_rows`).join('')}`,
       [
         message.conversationId,
         message.externalId,
@@ -126,6 +129,7 @@ export class ConversationStore {
         message.visibility,
         options.touch !== false,
         ...(jobs.length === 0 ? [] : [outboxRows(jobs)]),
+        ...along.map((write) => write.value),
       ],
     );
     if (rows[0] !== undefined) return { id: rows[0].id, duplicate: false };
@@ -256,30 +260,32 @@ export class ConversationStore {
 
   /**
    * An agent's reply, written in its own scope (a stranger's conversation has
-   * none: roster_ops writes it), with its follow-up jobs in the same
-   * statement and what `alongside` writes (the turn's learning signals and
-   * uses) in the same transaction: a reply is never kept without them. Unless `touch`
+   * none: roster_ops writes it), with its follow-up jobs and the writes
+   * `along` (the turn's learning signals) in the same statement, after what
+   * `first` writes in the same transaction (the uses of the facts it recalled,
+   * whose audit events it hands to the reply's statement): a reply is never
+   * kept without them. Unless `touch`
    * is false the reply ends the conversation's turn (see `routeInbound`).
    */
   async storeReply(
     scope: Scope | null,
     reply: { conversationId: string; agentId: string; text: string; visibility: Visibility },
-    options: { jobs: readonly FollowUpJob[]; touch: boolean; fence?: MessageFence },
-    alongside?: (tx: ScopedTransaction) => Promise<void>,
+    options: { jobs: readonly FollowUpJob[]; touch: boolean; fence?: MessageFence; along?: readonly WriteAlong[] },
+    first?: (tx: ScopedTransaction) => Promise<readonly WriteAlong[]>,
   ): Promise<string> {
     const row = { conversationId: reply.conversationId, externalId: null, role: 'agent' as const, agentId: reply.agentId, text: reply.text };
     if (scope === null) {
       // A guest has no memory and no learning: nothing is written alongside.
       return this.database.adminScope('core: store a reply to a guest', async (tx) => {
         await checkFence(tx, options.fence);
-        const stored = await this.storeMessage(tx, { ...row, personId: null, visibility: 'conversation' }, options);
+        const stored = await this.storeMessage(tx, { ...row, personId: null, visibility: 'conversation' }, { jobs: options.jobs, touch: options.touch });
         return stored.id;
       });
     }
     return this.database.withScope(scope, async (tx) => {
       await checkFence(tx, options.fence);
-      const stored = await this.storeMessage(tx, { ...row, personId: scope.personId, visibility: reply.visibility }, options);
-      await alongside?.(tx);
+      const along = [...(options.along ?? []), ...((await first?.(tx)) ?? [])];
+      const stored = await this.storeMessage(tx, { ...row, personId: scope.personId, visibility: reply.visibility }, { ...options, along });
       return stored.id;
     });
   }

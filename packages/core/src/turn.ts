@@ -371,12 +371,18 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
         const replyId = await conversations.storeReply(
           scope,
           { conversationId: conversation.id, agentId: agent.id, text: answer.text, visibility },
-          { jobs, touch: single, ...(turn.fence === undefined ? {} : { fence: turn.fence }) },
-          scope === null
+          {
+            jobs,
+            touch: single,
+            ...(turn.fence === undefined ? {} : { fence: turn.fence }),
+            ...(scope === null ? {} : { along: [learning.recordAlong(scope, { messageId: message.id, signals: kept, text: body, channel: inbound.channel })].filter((write) => write !== null) }),
+          },
+          scope === null || uses.length === 0
             ? undefined
             : async (tx) => {
-                await learning.record(tx, scope, { messageId: message.id, signals: kept, text: body, channel: inbound.channel });
-                for (const factIds of uses) await memory.recordUseIn(tx, factIds, 'recall', { kind: 'agent', id: agent.name });
+                // Each fact the agent recalled in this turn is used once, whichever of its recalls found it.
+                const used = await memory.recordUseAlong(tx, [...new Set(uses.flat())], 'recall', { kind: 'agent', id: agent.name });
+                return used.along === null ? [] : [used.along];
               },
         );
         if (single) lease.ended = true;

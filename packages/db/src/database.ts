@@ -107,10 +107,10 @@ function literal(value: string): string {
 }
 
 /**
- * The statements that make a transaction a scope's: the application role and
- * the scope's settings, with `options.settings` (the planner's and pgvector's)
- * in the same statement. Sent with BEGIN in one round trip, or alone when an
- * admin transaction enters the scope.
+ * The statement that makes a transaction a scope's: the application role and
+ * the scope's settings, with `options.settings` (the planner's and pgvector's),
+ * in one `select set_config(…)`. Sent with BEGIN in one round trip, or alone
+ * when an admin transaction enters the scope.
  */
 function scopeOpening(scope: Scope, options: ScopeOptions | undefined): { checked: Scope; opening: string } {
   const checked = assertScope(scope);
@@ -120,9 +120,10 @@ function scopeOpening(scope: Scope, options: ScopeOptions | undefined): { checke
     }
     return `, set_config(${literal(name)}, ${literal(String(value))}, true)`;
   });
-  // The values are checked uuids and a known audience; quoted all the same.
+  // The values are checked uuids and a known audience; quoted all the same. `set_config('role', …, true)` is
+  // SET LOCAL ROLE (the role is a setting like the others), so the role and the settings are one statement.
   const opening =
-    `set local role roster_app; select set_config('roster.agent_id', ${literal(checked.agentId)}, true), ` +
+    `select set_config('role', 'roster_app', true), set_config('roster.agent_id', ${literal(checked.agentId)}, true), ` +
     `set_config('roster.person_id', ${literal(checked.personId ?? '')}, true), set_config('roster.audience', ${literal(checked.audience)}, true), ` +
     `set_config('roster.conversation_id', ${literal(checked.conversationId ?? '')}, true)${extra.join('')}`;
   return { checked, opening };

@@ -15,7 +15,7 @@ export { isConnectionLost } from './transaction.js';
 export { assertScope, isUuid, type Scope } from './scope.js';
 export { serveEmbeddedDatabase, type ServedDatabase, type ServeOptions } from './serve.js';
 export { defaultIdleInTransactionMs } from './password-gate.js';
-export { enqueue, outboxBacklog, outboxInsertSql, outboxRows, type EraseJob, type OutboxBacklog, type OutboxJob, type QueuedJob } from './outbox.js';
+export { enqueue, outboxBacklog, outboxInsertSql, outboxRows, type EraseJob, type OutboxBacklog, type OutboxJob, type QueuedJob, type WriteAlong } from './outbox.js';
 export { backupFormatVersion, openBackupFile, readBackupHeader, writeBackupFile, type BackupBodyKind, type BackupHead, type BackupHeader } from './backup-file.js';
 export { checkRestoreTarget, restoreDatabaseImage, takeDatabaseImage } from './backup-image.js';
 export { readTombstones, type TombstoneRecord } from './backup-source.js';

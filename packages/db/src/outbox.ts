@@ -76,6 +76,19 @@ export function outboxInsertSql(parameter: string, condition = 'true'): string {
     on conflict (dedupe_key) do nothing`;
 }
 
+/**
+ * A write that rides in the statement of the change it belongs with, as one
+ * of that statement's CTEs: `sql` writes from one JSON parameter, which the
+ * carrying statement names, and only where `condition` holds. It returns rows
+ * (an INSERT … RETURNING, or a SELECT of a function that writes), and the
+ * carrying statement reads them all, so that it runs exactly once. The
+ * package that owns the table makes it; the carrying statement runs it unchanged.
+ */
+export interface WriteAlong {
+  sql(parameter: string, condition: string): string;
+  value: string;
+}
+
 /** The outbox's backlog in one queue: rows not yet handed to Redis, and the age of the oldest. */
 export interface OutboxBacklog {
   queue: string;

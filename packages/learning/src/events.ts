@@ -1,10 +1,18 @@
 import type { Channel } from '@roster/contracts';
-import type { Database, Scope, Transaction } from '@roster/db';
+import type { Database, Scope, WriteAlong } from '@roster/db';
 import { redactSecrets, validateText } from '@roster/memory';
 import { proposeApproval } from './approvals.js';
 
 /** What a person's message can signal to the agent it was said to. */
 export type LearningEventKind = 'correction' | 'remember' | 'preference' | 'negative-rating';
+
+/** One message's signals, as the turn records them. */
+interface SignalsInput {
+  messageId: string;
+  signals: readonly { kind: LearningEventKind }[];
+  text: string;
+  channel: Channel;
+}
 
 /**
  * Learning events: the signals people give an agent ("that's wrong",
@@ -17,18 +25,33 @@ export class LearningEventStore {
   constructor(private readonly database: Database) {}
 
   /**
-   * The signals of one message, one row each, in one statement of the
-   * caller's transaction, which runs in the addressed agent's scope (the
-   * turn writes them with the agent's reply).
+   * The signals of one message as a write in the statement of the reply that
+   * answers it (the turn stores them together: a reply is never kept without
+   * them), in the agent's scope; null when there are none.
    */
-  async record(tx: Transaction, scope: Scope, input: { messageId: string; signals: readonly { kind: LearningEventKind }[]; text: string; channel: Channel }): Promise<void> {
-    if (input.signals.length === 0) return;
-    const text = redactSecrets(input.text).text.slice(0, 4000);
-    await tx.query(
-      `insert into learning_events (agent_id, person_id, conversation_id, message_id, kind, text, actor_kind, channel)
-       select $1, $2, $3, $4, kind, $6, 'person', $7 from unnest($5::text[]) with ordinality as s(kind, n) order by n`,
-      [scope.agentId, scope.personId, scope.conversationId ?? null, input.messageId, input.signals.map((signal) => signal.kind), text, input.channel],
-    );
+  recordAlong(scope: Scope, input: SignalsInput): WriteAlong | null {
+    if (input.signals.length === 0) return null;
+    const value = JSON.stringify({
+      agentId: scope.agentId,
+      personId: scope.personId,
+      conversationId: scope.conversationId ?? null,
+      messageId: input.messageId,
+      kinds: input.signals.map((signal) => signal.kind),
+      text: redactSecrets(input.text).text.slice(0, 4000),
+      channel: input.channel,
+    });
+    return {
+      value,
+      sql: (parameter, condition) =>
+        `insert into learning_events (agent_id, person_id, conversation_id, message_id, kind, text, actor_kind, channel)
+         select (j.p->>'agentId')::uuid, (j.p->>'personId')::uuid, (j.p->>'conversationId')::uuid, (j.p->>'messageId')::uuid,
+                s.kind, j.p->>'text', 'person', j.p->>'channel'
+         from (select ${parameter}::jsonb as p) j
+         cross join lateral jsonb_array_elements_text(j.p->'kinds') with ordinality as s(kind, n)
+         where ${condition}
+         order by s.n
+         returning 1`,
+    };
   }
 
   /**

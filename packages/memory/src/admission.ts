@@ -20,6 +20,7 @@ export interface Admission {
  * Refuse what a tombstone or a rejection covers, or lift the tombstone when
  * the same person says it again, explicitly, in a new message. `read` is
  * what `admissionExpression` read in this transaction, else it is read here.
+ * Returns how many tombstones it lifted, each with its audit event.
  */
 export async function admit(
   { key, audit }: { key: InstallationKey; audit: AuditLog },
@@ -28,11 +29,12 @@ export async function admit(
   hash: string,
   provenance: Provenance,
   read?: Admission,
-): Promise<void> {
+): Promise<{ lifted: number }> {
   const scope = tx.scope;
   const matches = tombstoneMatcher(key, content);
   const admission = read ?? (await tx.query<{ admission: Admission }>(`select ${admissionExpression('$1')} as admission`, [hash])).rows[0]!.admission;
   const sources = provenance.sourceMessageIds ?? [];
+  let lifted = 0;
   for (const tombstone of admission.tombstones) {
     if (!matches(tombstone)) continue;
     const liftable =
@@ -53,10 +55,12 @@ export async function admit(
       targetId: tombstone.id,
       detail: { message_id: sources[0] },
     });
+    lifted += 1;
   }
   for (const ids of admission.rejected) {
     const sameSources = sources.length === 0 || sources.some((id) => ids.includes(id));
     const restatedByPerson = provenance.actor.kind === 'person' && provenance.explicit === true;
     if (sameSources && !restatedByPerson) throw new RejectedStatementError();
   }
+  return { lifted };
 }

@@ -70,6 +70,14 @@ export interface AuditLog {
   append(tx: Transaction, event: MemoryEvent): Promise<{ id: string; seq: number; hash: string }>;
   /** Append many events, in order, with two statements (batch jobs); each is chained as by `append`. */
   appendMany(tx: Transaction, events: readonly MemoryEvent[]): Promise<number>;
+  /**
+   * Link `events` to the chains whose heads the caller read (and locked) in
+   * one of its own statements with `chainHeadsExpression`, for a caller that
+   * stores them with what they record, in one statement:
+   * `select roster_insert_events(<rows>::jsonb)`. Nothing may be appended to
+   * those chains in between (the database refuses a link that does not continue its chain).
+   */
+  link(heads: readonly ChainHeadRead[], events: readonly MemoryEvent[]): { rows: string; appended: Array<{ id: string; seq: number; hash: string }> };
   /** Every chain's head (or one agent's), for an operator to keep elsewhere. */
   heads(agentId?: string): Promise<ChainHead[]>;
   /**
@@ -90,11 +98,21 @@ const auditPurpose = 'roster/audit-chain/v1';
 /** Events read per statement while verifying, so a long chain never sits in memory whole. */
 const verifyPage = 5000;
 
-interface HeadRow {
+/** A chain's head as `roster_event_heads` reads it: where the chain ends, and the time its next events are stamped with. */
+export interface ChainHeadRead {
   agent_id: string;
-  seq: string;
+  seq: string | number;
   hash: string | null;
   at: string;
+}
+
+/**
+ * An SQL expression that locks the chains of the agents in `agents` (an SQL
+ * uuid[] expression) for the rest of the transaction and reads their heads,
+ * as a JSON array of `ChainHeadRead`, for `AuditLog.link`.
+ */
+export function chainHeadsExpression(agents: string): string {
+  return `(select coalesce(jsonb_agg(to_jsonb(h)), '[]'::jsonb) from roster_event_heads(${agents}) h)`;
 }
 
 interface EventRow {
@@ -118,24 +136,33 @@ interface EventRow {
 export function createAuditLog(options: { database: Database; key: InstallationKey }): AuditLog {
   const { database } = options;
   const secret = options.key.derive(auditPurpose);
-  const link = (previous: string | null, canonical: string): string =>
+  const chainHash = (previous: string | null, canonical: string): string =>
     createHmac('sha256', secret)
       .update(previous ?? '', 'utf8')
       .update(canonical, 'utf8')
       .digest('hex');
 
+  const chainAgents = (events: readonly MemoryEvent[]): string[] => [...new Set(events.map((event) => event.agentId))].sort();
+
   async function appendMany(tx: Transaction, events: readonly MemoryEvent[]): Promise<Array<{ id: string; seq: number; hash: string }>> {
     if (events.length === 0) return [];
-    const agents = [...new Set(events.map((event) => event.agentId))].sort();
     // Locks each chain for the rest of the transaction and reads where it ends.
-    const { rows } = await tx.query<HeadRow>('select agent_id, seq, hash, at from roster_event_heads($1::uuid[])', [agents]);
+    const { rows } = await tx.query<ChainHeadRead>('select agent_id, seq, hash, at from roster_event_heads($1::uuid[])', [chainAgents(events)]);
+    const linked = link(rows, events);
+    await tx.query('select roster_insert_events($1::jsonb)', [linked.rows]);
+    return linked.appended;
+  }
+
+  function link(rows: readonly ChainHeadRead[], events: readonly MemoryEvent[]): { rows: string; appended: Array<{ id: string; seq: number; hash: string }> } {
     const heads = new Map(rows.map((row) => [row.agent_id, { seq: Number(row.seq), hash: row.hash }]));
     const at = rows[0]?.at;
     if (at === undefined) throw new RosterError('audit_head_missing', 'The database did not return the audit chain heads: run roster migrate.');
+    const missing = chainAgents(events).find((agentId) => !heads.has(agentId));
+    if (missing !== undefined) throw new RosterError('audit_head_missing', `The audit chain head of agent ${missing} was not read before its event.`);
     const stored: Array<Record<string, unknown>> = [];
     const appended: Array<{ id: string; seq: number; hash: string }> = [];
     for (const event of events) {
-      const head = heads.get(event.agentId) ?? { seq: 0, hash: null };
+      const head = heads.get(event.agentId)!;
       // The detail as the database will hand it back: what JSON keeps of it.
       const detail = JSON.parse(JSON.stringify(redactDetail(event.detail ?? {}))) as unknown;
       const fields: EventFields = {
@@ -151,7 +178,7 @@ export function createAuditLog(options: { database: Database; key: InstallationK
         detail,
         occurredAt: at,
       };
-      const hash = link(head.hash, canonicalEvent(fields));
+      const hash = chainHash(head.hash, canonicalEvent(fields));
       stored.push({
         id: fields.id,
         agent_id: fields.agentId,
@@ -170,8 +197,7 @@ export function createAuditLog(options: { database: Database; key: InstallationK
       appended.push({ id: fields.id, seq: fields.seq, hash });
       heads.set(event.agentId, { seq: fields.seq, hash });
     }
-    await tx.query('select roster_insert_events($1::jsonb)', [JSON.stringify(stored)]);
-    return appended;
+    return { rows: JSON.stringify(stored), appended };
   }
 
   async function verifyChain(tx: Transaction, agentId: string, expected: ChainHead | undefined): Promise<ChainReport> {
@@ -202,7 +228,7 @@ export function createAuditLog(options: { database: Database; key: InstallationK
         let recomputed: string;
         if (row.hash_kind === 'hmac-sha256') {
           keyed = true;
-          recomputed = link(previous, canonicalEvent({
+          recomputed = chainHash(previous, canonicalEvent({
             id: row.id,
             agentId,
             seq,
@@ -255,6 +281,8 @@ export function createAuditLog(options: { database: Database; key: InstallationK
     async appendMany(tx, events) {
       return (await appendMany(tx, events)).length;
     },
+
+    link,
 
     async heads(agentId) {
       return database.adminScope('audit head: read where each memory event chain ends', async (tx) => {

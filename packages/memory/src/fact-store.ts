@@ -12,32 +12,76 @@ export async function loadFact(tx: ScopedTransaction, factId: string, forUpdate 
   return toFact(row);
 }
 
-export async function insertFact(
-  tx: ScopedTransaction,
-  input: { content: string; hash: string; category: string; audience: 'private' | 'agent'; trust: Trust; provenance: Provenance },
-): Promise<Fact> {
-  const { scope } = tx;
-  const personId = input.audience === 'agent' && scope.personId === null ? null : scope.personId;
+export interface NewFact {
+  content: string;
+  hash: string;
+  category: string;
+  audience: 'private' | 'agent';
+  trust: Trust;
+  provenance: Provenance;
+}
+
+/** Whose a new fact of `audience` is in this scope: the scope's person, or no one for an agent-wide fact said without one. */
+export function newFactPerson(tx: ScopedTransaction, audience: NewFact['audience']): string | null {
+  return audience === 'agent' && tx.scope.personId === null ? null : tx.scope.personId;
+}
+
+const insertColumns = `agent_id, person_id, audience, content, content_hash, category, trust,
+       source_message_ids, actor_kind, actor_id, channel, tool, untrusted_input`;
+
+function insertValues(tx: ScopedTransaction, input: NewFact): unknown[] {
+  return [
+    tx.scope.agentId,
+    newFactPerson(tx, input.audience),
+    input.audience,
+    input.content,
+    input.hash,
+    input.category,
+    input.trust,
+    input.provenance.sourceMessageIds ?? [],
+    input.provenance.actor.kind,
+    input.provenance.actor.id ?? null,
+    input.provenance.channel ?? null,
+    input.provenance.tool ?? null,
+    input.provenance.untrusted === true,
+  ];
+}
+
+export async function insertFact(tx: ScopedTransaction, input: NewFact): Promise<Fact> {
   const { rows } = await tx.query<FactRow>(
-    `insert into facts as f (agent_id, person_id, audience, content, content_hash, category, trust,
-       source_message_ids, actor_kind, actor_id, channel, tool, untrusted_input)
+    `insert into facts as f (${insertColumns})
      values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
      returning ${factColumns}`,
-    [
-      scope.agentId,
-      personId,
-      input.audience,
-      input.content,
-      input.hash,
-      input.category,
-      input.trust,
-      input.provenance.sourceMessageIds ?? [],
-      input.provenance.actor.kind,
-      input.provenance.actor.id ?? null,
-      input.provenance.channel ?? null,
-      input.provenance.tool ?? null,
-      input.provenance.untrusted === true,
-    ],
+    insertValues(tx, input),
+  );
+  return toFact(rows[0]!);
+}
+
+/**
+ * A new fact (with the id `id`), its vector and its audit events, in one
+ * statement: `events` are the rows `AuditLog.link` made after the chain's
+ * head, which the transaction read (and locked) before. A vector is stored
+ * searchable when the fact's trust is one search reads.
+ */
+export async function insertFactWithVector(
+  tx: ScopedTransaction,
+  input: NewFact & { id: string },
+  vector: { model: string; value: string },
+  events: string,
+): Promise<Fact> {
+  const { rows } = await tx.query<FactRow>(
+    `with f as (
+       insert into facts as f (id, ${insertColumns})
+       values ($14, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+       returning ${factColumns}
+     ),
+     v as (
+       insert into fact_embeddings (fact_id, model, agent_id, person_id, audience, embedding, searchable)
+       select f.id, $15, f.agent_id, f.person_id, f.audience, $16::vector, f.trust in ('candidate', 'active', 'verified') from f
+     ),
+     e as (select roster_insert_events($17::jsonb) as appended)
+     select f.* from f cross join e`,
+    [...insertValues(tx, input), input.id, vector.model, vector.value, events],
   );
   return toFact(rows[0]!);
 }

@@ -1,5 +1,5 @@
 import type { InstallationKey } from '@roster/config';
-import type { Database, Scope, ScopedTransaction } from '@roster/db';
+import type { Database, Scope, ScopedTransaction, WriteAlong } from '@roster/db';
 import type { AuditLog } from './audit.js';
 import type { Embedder } from '@roster/contracts';
 import type { EmbedFactsOptions, EmbedFactsReport } from './embed-facts.js';
@@ -119,8 +119,12 @@ export interface Memory {
    */
   match(scope: Scope, request: string, options?: MatchOptions): Promise<FactMatch[]>;
   recordUse(scope: Scope, factIds: readonly string[], reason: UseReason, actor: Actor): Promise<number>;
-  /** The same, in the caller's scoped transaction: the core records a turn's uses with its reply. */
-  recordUseIn(tx: ScopedTransaction, factIds: readonly string[], reason: UseReason, actor: Actor): Promise<number>;
+  /**
+   * The same, in the caller's scoped transaction, whose next statement must
+   * carry `along` (the uses' audit events; null when nothing was counted):
+   * the core records a turn's uses with its reply, the events in the reply's statement.
+   */
+  recordUseAlong(tx: ScopedTransaction, factIds: readonly string[], reason: UseReason, actor: Actor): Promise<{ count: number; along: WriteAlong | null }>;
   /** Compute the vectors facts lack (the embed job); a fact forgotten meanwhile gets none. */
   embedFacts(options?: EmbedFactsOptions): Promise<EmbedFactsReport>;
   export(scope: Scope, format: ExportFormat): Promise<string>;

@@ -1,14 +1,15 @@
+import { randomUUID } from 'node:crypto';
 import { enqueue, isUuid, type Scope, type ScopedTransaction } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { toSql } from 'pgvector';
 import { admissionExpression, admit, type Admission } from './admission.js';
-import { createAuditLog } from './audit.js';
+import { chainHeadsExpression, createAuditLog, type ChainHeadRead } from './audit.js';
 import { embedFacts } from './embed-facts.js';
 import { embedOne, ensureEmbeddingModel } from './embeddings.js';
 import { FactNotFoundError, FactStateError } from './errors.js';
 import { renderExport } from './export.js';
 import { liveTrust, prepareContent, trustFor, validCategory, validProvenance } from './fact-input.js';
-import { insertFact, loadFact } from './fact-store.js';
+import { insertFact, insertFactWithVector, loadFact, newFactPerson } from './fact-store.js';
 import { bindInstallationKey } from './installation.js';
 import { matchFacts } from './match.js';
 import type { Memory, MemoryOptions } from './memory-types.js';
@@ -121,16 +122,17 @@ export function createMemory(options: MemoryOptions): Memory {
       }
       const vector = await vectorFor(next.content);
       return database.withScope(scope, async (tx) => {
-        // The same words as believed now, else as they held until a change (a restatement); and what
-        // `admit` reads, in the same statement.
-        const { rows } = await tx.query<{ known: (FactRow & { believed_now: boolean }) | null; admission: Admission }>(
+        // The same words as believed now, else as they held until a change (a restatement); what `admit`
+        // reads; and the agent's audit chain, locked for this transaction, where it ends: one statement.
+        const { rows } = await tx.query<{ known: (FactRow & { believed_now: boolean }) | null; admission: Admission; heads: ChainHeadRead[] }>(
           `select (select to_jsonb(k) from (
                     select ${factColumns}, (${believedNow('f')}) as believed_now from facts f
                     where f.content_hash = $1 and f.audience = $2 and f.person_id is not distinct from $3
                       and f.trust = any($4) and f.superseded_at is null
                     order by believed_now desc, f.recorded_at desc limit 1) k) as known,
-                  ${admissionExpression('$1')} as admission`,
-          [next.hash, audience, audience === 'agent' && scope.personId === null ? null : scope.personId, readableTrust],
+                  ${admissionExpression('$1')} as admission,
+                  ${chainHeadsExpression('array[$5]::uuid[]')} as heads`,
+          [next.hash, audience, newFactPerson(tx, audience), readableTrust, tx.scope.agentId],
         );
         const duplicate = rows[0]!.known === null ? undefined : factRowFromJson(rows[0]!.known as unknown as Record<string, unknown>);
         // Words believed now are not remembered twice. Words that held only until a change are
@@ -138,10 +140,22 @@ export function createMemory(options: MemoryOptions): Memory {
         // re-reading old messages gets the past version back instead of reviving it.
         const saidByPerson = input.provenance.actor.kind === 'person' || input.provenance.actor.kind === 'owner';
         if (duplicate !== undefined && (rows[0]!.known!.believed_now || !saidByPerson)) return { fact: toFact(duplicate), created: false };
-        await admit({ key, audit }, tx, next.content, next.hash, input.provenance, rows[0]!.admission);
-        const fact = await insertFact(tx, { ...next, category, audience, trust: trustFor(input.provenance), provenance: input.provenance });
-        await storeVector(tx, fact, vector);
-        await event(tx, input.provenance.actor, 'remember', fact, { trust: fact.trust, category, audience, content_hmac: next.keyedHash });
+        const { lifted } = await admit({ key, audit }, tx, next.content, next.hash, input.provenance, rows[0]!.admission);
+        const written = { ...next, category, audience, trust: trustFor(input.provenance), provenance: input.provenance };
+        const detail = { trust: written.trust, category, audience, content_hmac: next.keyedHash };
+        if (vector === null || lifted > 0) {
+          // The vector as a job, or the chain moved on since its head was read (a tombstone lifted): a statement each.
+          const fact = await insertFact(tx, written);
+          await storeVector(tx, fact, vector);
+          await event(tx, input.provenance.actor, 'remember', fact, detail);
+          return { fact, created: true };
+        }
+        // The fact, its vector and its audit event, linked to the head read above: one statement.
+        const id = randomUUID();
+        const linked = audit.link(rows[0]!.heads, [
+          { agentId: tx.scope.agentId, personId: newFactPerson(tx, audience), actor: input.provenance.actor, action: 'remember', targetKind: 'fact', targetId: id, detail },
+        ]);
+        const fact = await insertFactWithVector(tx, { ...written, id }, { model: embedder.model, value: toSql(vector) as string }, linked.rows);
         return { fact, created: true };
       });
     },
@@ -283,26 +297,32 @@ export function createMemory(options: MemoryOptions): Memory {
 
     async recordUse(scope, factIds, reason, actor) {
       if (factIds.filter(isUuid).length === 0) return 0;
-      return database.withScope(scope, (tx) => memory.recordUseIn(tx, factIds, reason, actor));
+      return database.withScope(scope, async (tx) => {
+        const { count, along } = await memory.recordUseAlong(tx, factIds, reason, actor);
+        if (along !== null) await tx.query(along.sql('$1', 'true'), [along.value]);
+        return count;
+      });
     },
 
-    async recordUseIn(tx, factIds, reason, actor) {
+    async recordUseAlong(tx, factIds, reason, actor) {
       const ids = factIds.filter(isUuid);
-      if (ids.length === 0) return 0;
-      const { rows } = await tx.query<FactRow>(
-        `update facts f set uses = f.uses + 1, last_used_at = now() where f.id = any($1) and f.trust = any($2) returning ${factColumns}`,
-        [ids, readableTrust],
+      if (ids.length === 0) return { count: 0, along: null };
+      // The uses, and the agent's audit chain (locked for the transaction) where it ends when any was counted: one statement.
+      const { rows } = await tx.query<{ used: Array<Record<string, unknown>>; heads: ChainHeadRead[] | null }>(
+        `with used as (
+           update facts f set uses = f.uses + 1, last_used_at = now() where f.id = any($1) and f.trust = any($2) returning ${factColumns}
+         )
+         select coalesce((select jsonb_agg(to_jsonb(u)) from used u), '[]'::jsonb) as used,
+                case when exists (select 1 from used) then ${chainHeadsExpression('array[$3]::uuid[]')} end as heads`,
+        [ids, readableTrust, tx.scope.agentId],
       );
-      if (rows.length > 0) {
-        await audit.appendMany(
-          tx,
-          rows.map((row) => {
-            const fact = toFact(row);
-            return { agentId: tx.scope.agentId, personId: fact.personId, actor, action: 'use', targetKind: 'fact' as const, targetId: fact.id, detail: { reason } };
-          }),
-        );
-      }
-      return rows.length;
+      const used = rows[0]!.used.map((row) => toFact(factRowFromJson(row)));
+      if (used.length === 0) return { count: 0, along: null };
+      const linked = audit.link(
+        rows[0]!.heads!,
+        used.map((fact) => ({ agentId: tx.scope.agentId, personId: fact.personId, actor, action: 'use', targetKind: 'fact' as const, targetId: fact.id, detail: { reason } })),
+      );
+      return { count: used.length, along: { value: linked.rows, sql: (parameter, condition) => `select roster_insert_events(${parameter}::jsonb) where ${condition}` } };
     },
 
     embedFacts(options) {
