@@ -43,7 +43,7 @@ export interface SearchSource {
   scopeFacts: number | null;
   vector: ArmHit[];
   facts: Array<FactRow & { lexemes: string[] }>;
-  vectors: Map<string, number[]>;
+  vectors: Map<string, Float32Array>;
   terms: Array<{ lexeme: string; df: number; scopeFacts: number }>;
 }
 
@@ -124,7 +124,7 @@ export function parseSearchSource(value: unknown): SearchSource {
     .map(([id, distance]) => ({ id, distance: Number(distance) }))
     .sort((a, b) => a.distance - b.distance)
     .map((row, index) => ({ id: row.id, rank: index + 1, value: row.distance, own: 0 }));
-  const vectors = new Map<string, number[]>();
+  const vectors = new Map<string, Float32Array>();
   const facts = json.facts.map((row) => {
     const fact = factRowFromJson(row) as unknown as Record<string, unknown>;
     if (typeof fact.embedding === 'string') vectors.set(fact.id as string, vectorFromBase64(fact.embedding));
@@ -142,11 +142,12 @@ export function parseSearchSource(value: unknown): SearchSource {
 }
 
 /** pgvector's binary form (vector_send): the dimensions (uint16), two unused bytes, then each value as a big-endian float4. */
-function vectorFromBase64(encoded: string): number[] {
+function vectorFromBase64(encoded: string): Float32Array {
   const bytes = Buffer.from(encoded, 'base64');
   const dimensions = bytes.readUInt16BE(0);
   if (bytes.length !== 4 + dimensions * 4) throw new Error(`a stored vector of ${dimensions} dimensions came back as ${bytes.length} bytes`);
-  const values = new Array<number>(dimensions);
-  for (let index = 0; index < dimensions; index += 1) values[index] = bytes.readFloatBE(4 + index * 4);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const values = new Float32Array(dimensions);
+  for (let index = 0; index < dimensions; index += 1) values[index] = view.getFloat32(4 + index * 4);
   return values;
 }
