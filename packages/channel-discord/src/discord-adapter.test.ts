@@ -43,6 +43,26 @@ describe('the Discord adapter against a fake Discord', () => {
     expect(discord.calls).toContain('PUT /applications/:id/commands');
   });
 
+  it('resumes its session after the connection drops, and takes the message sent while it was down once, without identifying again', async () => {
+    const discord = await fake();
+    const events = await capture(discord);
+    const user = discord.user(1);
+    const before = await discord.deliver({ chat: 'dm', from: user, text: 'before the drop' });
+    await discord.dropConnection();
+    expect(discord.connected()).toBe(0);
+    // Said while the bot was away: Discord keeps it for the session and sends it again on RESUME.
+    const during = await discord.deliver({ chat: 'dm', from: user, text: 'while it was down' });
+    expect(events.map((event) => [event.inbound.externalMessageId, event.inbound.text])).toEqual([
+      [before.messageId, 'before the drop'],
+      [during.messageId, 'while it was down'],
+    ]);
+    expect(discord.sessions()).toBe(1);
+    expect(discord.connected()).toBe(1);
+    // The control: the resumed session takes what comes next as before.
+    const after = await discord.deliver({ chat: 'dm', from: user, text: 'after it came back' });
+    expect(events.at(-1)?.inbound.externalMessageId).toBe(after.messageId);
+  });
+
   it('hands over only the server messages that are for the bot, and a slash command as the core’s form', async () => {
     const discord = await fake();
     const events = await capture(discord);

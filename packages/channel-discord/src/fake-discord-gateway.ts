@@ -6,7 +6,9 @@
  * direct messages to shard 0). A second IDENTIFY for a shard a session
  * already holds is refused as Discord refuses a shard it will not hand out,
  * closed with 4010 (Invalid shard): two processes on one shard would be
- * seen. Test-only: excluded from the build.
+ * seen. A client whose connection dropped with any code but 1000 or 1001
+ * may RESUME its session, as on Discord: the events it missed are sent again,
+ * then RESUMED. Test-only: excluded from the build.
  */
 import { randomBytes } from 'node:crypto';
 import type http from 'node:http';
@@ -22,6 +24,12 @@ interface Connection {
   sequence: number;
   /** Heartbeats the client sent, by their sequence, for whoever waits. */
   heartbeats: Set<(sequence: number | null) => void>;
+  /** The session it holds (from READY), and the events dispatched in it, for a RESUME to send again. */
+  sessionId: string | null;
+  sent: Array<{ sequence: number; text: string }>;
+  /** How its socket closed (null while open); and the connection that resumed its session. */
+  closedWith: number | null;
+  resumedBy: Connection | null;
 }
 
 /** The gateway on `server`'s port (upgraded to a WebSocket), over `world`. */
@@ -30,14 +38,21 @@ export function startGateway(server: http.Server, world: World, gatewayUrl: () =
   const refusals: Array<[number, number]> = [];
   let lastIntents: number | null = null;
   let sessions = 0;
+  /** Sessions by id, while they may be resumed; and whoever waits for a connection to close or a session to resume. */
+  const resumable = new Map<string, Connection>();
+  const closeWaiters = new Set<() => void>();
   // A session whose socket is closing (its client left) no longer holds its shard.
   const identified = () => [...connections].filter((connection) => connection.identified && connection.socket.readyState === connection.socket.OPEN);
 
   const gateway = new WebSocketServer({ server });
   gateway.on('connection', (socket) => {
-    const connection: Connection = { socket, identified: false, intents: 0, shard: [0, 1], sequence: 0, heartbeats: new Set() };
+    const connection: Connection = { socket, identified: false, intents: 0, shard: [0, 1], sequence: 0, heartbeats: new Set(), sessionId: null, sent: [], closedWith: null, resumedBy: null };
     connections.add(connection);
-    socket.on('close', () => connections.delete(connection));
+    socket.on('close', (code) => {
+      connection.closedWith = code;
+      connections.delete(connection);
+      for (const wake of closeWaiters) wake();
+    });
     socket.send(JSON.stringify({ op: 10, d: { heartbeat_interval: 41_250 }, s: null, t: null }));
     socket.on('message', (data) => {
       let payload: { op?: number; d?: unknown };
@@ -57,8 +72,7 @@ export function startGateway(server: http.Server, world: World, gatewayUrl: () =
           identify(connection, payload.d as { token?: string; intents?: number; shard?: unknown });
           return;
         case 6:
-          // No resuming here: the client identifies anew.
-          socket.send(JSON.stringify({ op: 9, d: false, s: null, t: null }));
+          resume(connection, payload.d as { token?: string; session_id?: string; seq?: number });
           return;
         default:
           return;
@@ -93,12 +107,14 @@ export function startGateway(server: http.Server, world: World, gatewayUrl: () =
     connection.shard = [id, count];
     lastIntents = connection.intents;
     sessions += 1;
+    connection.sessionId = randomBytes(16).toString('hex');
+    resumable.set(connection.sessionId, connection);
     const owned = world.guilds.filter((guild) => shardOf(guild.id, count) === id);
     dispatch(connection, 'READY', {
       v: 10,
       user: world.botUser,
       guilds: owned.map((guild) => ({ id: guild.id, unavailable: true })),
-      session_id: randomBytes(16).toString('hex'),
+      session_id: connection.sessionId,
       resume_gateway_url: gatewayUrl(),
       shard: [id, count],
       application: { id: world.applicationId, flags: 0 },
@@ -114,15 +130,55 @@ export function startGateway(server: http.Server, world: World, gatewayUrl: () =
 
   function dispatch(connection: Connection, type: string, data: Record<string, unknown>): number {
     connection.sequence += 1;
-    connection.socket.send(JSON.stringify({ op: 0, t: type, s: connection.sequence, d: data }));
+    const text = JSON.stringify({ op: 0, t: type, s: connection.sequence, d: data });
+    connection.sent.push({ sequence: connection.sequence, text });
+    connection.socket.send(text);
     return connection.sequence;
   }
 
-  /** The session a server's events go to (null: a direct message, shard 0): the newest identified connection of the shard that owns it. */
+  /**
+   * RESUME: a session whose connection dropped (not closed with 1000 or 1001,
+   * which end it on Discord) continues on this one: the events after the
+   * client's sequence again, then RESUMED. Else the session is invalid (op 9)
+   * and the client identifies anew.
+   */
+  function resume(connection: Connection, request: { token?: string; session_id?: string; seq?: number }): void {
+    if (request.token !== world.token && request.token !== `Bot ${world.token}`) {
+      connection.socket.close(4004, 'Authentication failed.');
+      return;
+    }
+    const old = resumable.get(String(request.session_id));
+    const ended = old === undefined || old.closedWith === 1000 || old.closedWith === 1001;
+    const taken = old !== undefined && identified().some((other) => other !== old && other.shard[0] === old.shard[0] && other.shard[1] === old.shard[1]);
+    if (old === undefined || ended || taken || old.socket.readyState === old.socket.OPEN) {
+      connection.socket.send(JSON.stringify({ op: 9, d: false, s: null, t: null }));
+      return;
+    }
+    Object.assign(connection, { identified: true, intents: old.intents, shard: old.shard, sequence: old.sequence, sessionId: old.sessionId, sent: old.sent });
+    old.resumedBy = connection;
+    resumable.set(old.sessionId!, connection);
+    for (const event of old.sent) if (event.sequence > Number(request.seq ?? 0)) connection.socket.send(event.text);
+    dispatch(connection, 'RESUMED', {});
+    for (const wake of closeWaiters) wake();
+  }
+
+  /** The connection that holds `connection`'s session now (it, or whichever resumed it). */
+  function current(connection: Connection): Connection {
+    let holder = connection;
+    while (holder.resumedBy !== null) holder = holder.resumedBy;
+    return holder;
+  }
+
+  /**
+   * The session a server's events go to (null: a direct message, shard 0): the
+   * newest identified connection of the shard that owns it, else a session of
+   * that shard whose connection dropped and may still be resumed (Discord
+   * keeps its events for the resume).
+   */
   function sessionFor(guildId: string | null): Connection {
-    const session = identified()
-      .filter((connection) => connection.shard[0] === (guildId === null ? 0 : shardOf(guildId, connection.shard[1])))
-      .at(-1);
+    const owns = (connection: Connection) => connection.shard[0] === (guildId === null ? 0 : shardOf(guildId, connection.shard[1]));
+    const dropped = [...resumable.values()].filter((connection) => connection.closedWith !== null && connection.closedWith !== 1000 && connection.closedWith !== 1001 && connection.resumedBy === null);
+    const session = identified().filter(owns).at(-1) ?? dropped.filter(owns).at(-1);
     if (session === undefined) throw new Error(`no bot session of the fake Discord gateway receives ${guildId === null ? 'direct messages' : `server ${guildId}`}`);
     return session;
   }
@@ -132,12 +188,26 @@ export function startGateway(server: http.Server, world: World, gatewayUrl: () =
    * for a heartbeat (op 1) until the sequence it reports reaches it. The
    * client handles gateway messages in order, so that event was handed on.
    * It waits on the client, not on a clock (a busy machine's client answers
-   * late, and the caller's own timeout bounds the wait); it fails at once if
-   * the connection closes first, since that client will never take the event.
+   * late, and the caller's own timeout bounds the wait). A session whose
+   * connection dropped is followed to the connection that resumes it (the
+   * event is sent again there); it fails at once if the session ended first
+   * (closed with 1000 or 1001), since that client will never take the event.
    */
-  async function handled(connection: Connection, sequence: number): Promise<void> {
+  async function handled(session: Connection, sequence: number): Promise<void> {
     for (;;) {
-      if (connection.socket.readyState !== connection.socket.OPEN) throw new Error(`the bot's connection closed before it took gateway event ${sequence}`);
+      const connection = current(session);
+      if (connection.closedWith === 1000 || connection.closedWith === 1001) throw new Error(`the bot's session ended before it took gateway event ${sequence}`);
+      if (connection.socket.readyState !== connection.socket.OPEN) {
+        // Dropped: wait for the client to resume, or for the session to end.
+        await new Promise<void>((resolve) => {
+          const wake = () => {
+            closeWaiters.delete(wake);
+            resolve();
+          };
+          closeWaiters.add(wake);
+        });
+        continue;
+      }
       const reported = await new Promise<number | null>((resolve) => {
         const timer = setTimeout(() => done(null), 200);
         const done = (value: number | null) => {
@@ -174,6 +244,13 @@ export function startGateway(server: http.Server, world: World, gatewayUrl: () =
     shards: () => identified().map((connection) => `${connection.shard[0]}/${connection.shard[1]}`).sort(),
     /** The IDENTIFYs refused because their shard was connected already, as `id/count`. */
     refusals: () => refusals.map(([id, count]) => `${id}/${count}`),
+    /** Drop the connection of the session that receives direct messages, as a network fault does (no close frame); resolves once it is closed. */
+    async drop(): Promise<void> {
+      const connection = sessionFor(null);
+      const closed = new Promise<void>((resolve) => connection.socket.once('close', () => resolve()));
+      connection.socket.terminate();
+      await closed;
+    },
     close(): void {
       for (const connection of connections) connection.socket.terminate();
       gateway.close();

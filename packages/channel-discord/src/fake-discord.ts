@@ -38,6 +38,8 @@ export interface FakeDiscord extends FakePlatform {
   sessions(): number;
   /** Gateway connections identified and open now. */
   connected(): number;
+  /** Drop the gateway connection that receives direct messages, as a network fault does; resolves once it is closed. The client may resume its session. */
+  dropConnection(): Promise<void>;
   /** The servers: each one's id, its #general, and the shard it falls on by Discord's recommended count. */
   readonly guilds: ReadonlyArray<{ id: string; channelId: string; shard: number }>;
   /** The shards connected now, as `id/count`, sorted (`['0/2', '1/2']`). */
@@ -218,6 +220,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     identifiedIntents: gateway.lastIntents,
     sessions: gateway.sessions,
     connected: gateway.connected,
+    dropConnection: () => gateway.drop(),
     guilds: world.guilds.map((guild) => ({ id: guild.id, channelId: guild.channels[0]!.id, shard: Number((BigInt(guild.id) >> 22n) % BigInt(shards)) })),
     shards: gateway.shards,
     refusedIdentifies: gateway.refusals,
