@@ -103,10 +103,24 @@ export class ConversationStore {
     const redacted = redactSecrets(message.text);
     const jobs = options.jobs ?? [];
     const along = options.along ?? [];
-    const firstAlong = jobs.length === 0 ? 11 : 12;
-    const alongSql = along.map((write, index) => `, along${index} as (${write.sql(`$${firstAlong + index}`, 'exists (select 1 from inserted)')})`).join('');
+    const params: unknown[] = [
+      message.conversationId,
+      message.externalId,
+      message.role,
+      message.personId,
+      message.agentId,
+      redacted.text,
+      redacted.kinds.length > 0,
+      message.untrusted === true,
+      message.visibility,
+      options.touch !== false,
+    ];
+    // Each write that goes with the message: its parameter is the next one, and it runs only if the message was new.
+    const written = (value: string, sql: (parameter: string) => string) => sql(`$${params.push(value)}`);
+    const jobsSql = jobs.length === 0 ? '' : `, jobs as (${written(outboxRows(jobs), (parameter) => outboxInsertSql(parameter, 'exists (select 1 from inserted)'))})`;
+    const alongSql = along.map((write, index) => `, along${index} as (${written(write.value, (parameter) => write.sql(parameter, 'exists (select 1 from inserted)'))})`).join('');
     // The conversation's last message time moves with the message (unless told not to: a team's replies, see
-    // `releaseTurn`), and the jobs that follow it are written, in the same statement.
+    // `releaseTurn`), and the jobs and writes that follow it are written, in the same statement.
     const { rows } = await tx.query<{ id: string }>(
       `with inserted as (
          insert into messages (conversation_id, external_id, role, person_id, agent_id, content, redacted, untrusted, visibility)
@@ -115,22 +129,9 @@ export class ConversationStore {
          returning id
        ), touched as (
          update conversations set last_message_at = now() where id = $1 and $10::boolean and exists (select 1 from inserted)
-       )${jobs.length === 0 ? '' : `, jobs as (${outboxInsertSql('$11', 'exists (select 1 from inserted)')})`}${alongSql}
+       )${jobsSql}${alongSql}
        select id from inserted${along.map((_, index) => ` cross join (select count(*) from along${index}) along${index}_rows`).join('')}`,
-      [
-        message.conversationId,
-        message.externalId,
-        message.role,
-        message.personId,
-        message.agentId,
-        redacted.text,
-        redacted.kinds.length > 0,
-        message.untrusted === true,
-        message.visibility,
-        options.touch !== false,
-        ...(jobs.length === 0 ? [] : [outboxRows(jobs)]),
-        ...along.map((write) => write.value),
-      ],
+      params,
     );
     if (rows[0] !== undefined) return { id: rows[0].id, duplicate: false };
     const existing = await tx.query<{ id: string; answered: boolean }>(

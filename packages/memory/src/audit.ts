@@ -11,7 +11,7 @@
  */
 import { createHash, createHmac, randomUUID } from 'node:crypto';
 import type { InstallationKey } from '@roster/config';
-import type { Database, Transaction } from '@roster/db';
+import type { Database, Transaction, WriteAlong } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { canonicalEvent, redactDetail, type EventFields } from './audit-canonical.js';
 import type { Actor } from './types.js';
@@ -73,11 +73,11 @@ export interface AuditLog {
   /**
    * Link `events` to the chains whose heads the caller read (and locked) in
    * one of its own statements with `chainHeadsExpression`, for a caller that
-   * stores them with what they record, in one statement:
-   * `select roster_insert_events(<rows>::jsonb)`. Nothing may be appended to
-   * those chains in between (the database refuses a link that does not continue its chain).
+   * stores them with what they record, in one statement: `store` is the write
+   * that does. Nothing may be appended to those chains in between (the
+   * database refuses a link that does not continue its chain).
    */
-  link(heads: readonly ChainHeadRead[], events: readonly MemoryEvent[]): { rows: string; appended: Array<{ id: string; seq: number; hash: string }> };
+  link(heads: readonly ChainHeadRead[], events: readonly MemoryEvent[]): { store: WriteAlong; appended: Array<{ id: string; seq: number; hash: string }> };
   /** Every chain's head (or one agent's), for an operator to keep elsewhere. */
   heads(agentId?: string): Promise<ChainHead[]>;
   /**
@@ -148,12 +148,12 @@ export function createAuditLog(options: { database: Database; key: InstallationK
     if (events.length === 0) return [];
     // Locks each chain for the rest of the transaction and reads where it ends.
     const { rows } = await tx.query<ChainHeadRead>('select agent_id, seq, hash, at from roster_event_heads($1::uuid[])', [chainAgents(events)]);
-    const linked = link(rows, events);
-    await tx.query('select roster_insert_events($1::jsonb)', [linked.rows]);
-    return linked.appended;
+    const { store, appended } = link(rows, events);
+    await tx.query(store.sql('$1', 'true'), [store.value]);
+    return appended;
   }
 
-  function link(rows: readonly ChainHeadRead[], events: readonly MemoryEvent[]): { rows: string; appended: Array<{ id: string; seq: number; hash: string }> } {
+  function link(rows: readonly ChainHeadRead[], events: readonly MemoryEvent[]): { store: WriteAlong; appended: Array<{ id: string; seq: number; hash: string }> } {
     const heads = new Map(rows.map((row) => [row.agent_id, { seq: Number(row.seq), hash: row.hash }]));
     const at = rows[0]?.at;
     if (at === undefined) throw new RosterError('audit_head_missing', 'The database did not return the audit chain heads: run roster migrate.');
@@ -197,7 +197,8 @@ export function createAuditLog(options: { database: Database; key: InstallationK
       appended.push({ id: fields.id, seq: fields.seq, hash });
       heads.set(event.agentId, { seq: fields.seq, hash });
     }
-    return { rows: JSON.stringify(stored), appended };
+    // The database checks each link continues its chain, and stores the rows; it computes no hash.
+    return { store: { value: JSON.stringify(stored), sql: (parameter, condition) => `select roster_insert_events(${parameter}::jsonb) where ${condition}` }, appended };
   }
 
   async function verifyChain(tx: Transaction, agentId: string, expected: ChainHead | undefined): Promise<ChainReport> {

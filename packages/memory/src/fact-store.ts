@@ -1,5 +1,5 @@
 // Reading one fact by id and writing a new row: the statements every memory operation shares.
-import { isUuid, type ScopedTransaction } from '@roster/db';
+import { isUuid, type ScopedTransaction, type WriteAlong } from '@roster/db';
 import { FactNotFoundError } from './errors.js';
 import { factColumns, toFact, type FactRow } from './rows.js';
 import type { Fact, Provenance, Trust } from './types.js';
@@ -59,7 +59,7 @@ export async function insertFact(tx: ScopedTransaction, input: NewFact): Promise
 
 /**
  * A new fact (with the id `id`), its vector and its audit events, in one
- * statement: `events` are the rows `AuditLog.link` made after the chain's
+ * statement: `events` is the write `AuditLog.link` made after the chain's
  * head, which the transaction read (and locked) before. A vector is stored
  * searchable when the fact's trust is one search reads.
  */
@@ -67,7 +67,7 @@ export async function insertFactWithVector(
   tx: ScopedTransaction,
   input: NewFact & { id: string },
   vector: { model: string; value: string },
-  events: string,
+  events: WriteAlong,
 ): Promise<Fact> {
   const { rows } = await tx.query<FactRow>(
     `with f as (
@@ -79,9 +79,9 @@ export async function insertFactWithVector(
        insert into fact_embeddings (fact_id, model, agent_id, person_id, audience, embedding, searchable)
        select f.id, $15, f.agent_id, f.person_id, f.audience, $16::vector, f.trust in ('candidate', 'active', 'verified') from f
      ),
-     e as (select roster_insert_events($17::jsonb) as appended)
-     select f.* from f cross join e`,
-    [...insertValues(tx, input), input.id, vector.model, vector.value, events],
+     e as (${events.sql('$17', 'true')})
+     select f.* from f cross join (select count(*) from e) e_rows`,
+    [...insertValues(tx, input), input.id, vector.model, vector.value, events.value],
   );
   return toFact(rows[0]!);
 }

@@ -152,10 +152,10 @@ export function createMemory(options: MemoryOptions): Memory {
         }
         // The fact, its vector and its audit event, linked to the head read above: one statement.
         const id = randomUUID();
-        const linked = audit.link(rows[0]!.heads, [
+        const { store } = audit.link(rows[0]!.heads, [
           { agentId: tx.scope.agentId, personId: newFactPerson(tx, audience), actor: input.provenance.actor, action: 'remember', targetKind: 'fact', targetId: id, detail },
         ]);
-        const fact = await insertFactWithVector(tx, { ...written, id }, { model: embedder.model, value: toSql(vector) as string }, linked.rows);
+        const fact = await insertFactWithVector(tx, { ...written, id }, { model: embedder.model, value: toSql(vector) as string }, store);
         return { fact, created: true };
       });
     },
@@ -318,11 +318,11 @@ export function createMemory(options: MemoryOptions): Memory {
       );
       const used = rows[0]!.used.map((row) => toFact(factRowFromJson(row)));
       if (used.length === 0) return { count: 0, along: null };
-      const linked = audit.link(
+      const { store } = audit.link(
         rows[0]!.heads!,
         used.map((fact) => ({ agentId: tx.scope.agentId, personId: fact.personId, actor, action: 'use', targetKind: 'fact' as const, targetId: fact.id, detail: { reason } })),
       );
-      return { count: used.length, along: { value: linked.rows, sql: (parameter, condition) => `select roster_insert_events(${parameter}::jsonb) where ${condition}` } };
+      return { count: used.length, along: store };
     },
 
     embedFacts(options) {
