@@ -27,10 +27,12 @@ interface Connection {
   /** The session it holds (from READY), and the events dispatched in it, for a RESUME to send again. */
   sessionId: string | null;
   sent: Array<{ sequence: number; text: string }>;
-  /** How its socket closed (null while open); and the connection that resumed its session. */
+  /** How its socket closed (null while open). */
   closedWith: number | null;
-  resumedBy: Connection | null;
 }
+
+/** Whether a connection's close ended its session, as closing with 1000 or 1001 does on Discord; any other drop may be resumed. */
+const ended = (connection: Connection) => connection.closedWith === 1000 || connection.closedWith === 1001;
 
 /** The gateway on `server`'s port (upgraded to a WebSocket), over `world`. */
 export function startGateway(server: http.Server, world: World, gatewayUrl: () => string) {
@@ -38,7 +40,7 @@ export function startGateway(server: http.Server, world: World, gatewayUrl: () =
   const refusals: Array<[number, number]> = [];
   let lastIntents: number | null = null;
   let sessions = 0;
-  /** Sessions by id, while they may be resumed; and whoever waits for a connection to close or a session to resume. */
+  /** Each session's connection now, by the session's id; and whoever waits for a connection to close or a session to resume. */
   const resumable = new Map<string, Connection>();
   const closeWaiters = new Set<() => void>();
   // A session whose socket is closing (its client left) no longer holds its shard.
@@ -46,7 +48,7 @@ export function startGateway(server: http.Server, world: World, gatewayUrl: () =
 
   const gateway = new WebSocketServer({ server });
   gateway.on('connection', (socket) => {
-    const connection: Connection = { socket, identified: false, intents: 0, shard: [0, 1], sequence: 0, heartbeats: new Set(), sessionId: null, sent: [], closedWith: null, resumedBy: null };
+    const connection: Connection = { socket, identified: false, intents: 0, shard: [0, 1], sequence: 0, heartbeats: new Set(), sessionId: null, sent: [], closedWith: null };
     connections.add(connection);
     socket.on('close', (code) => {
       connection.closedWith = code;
@@ -148,25 +150,16 @@ export function startGateway(server: http.Server, world: World, gatewayUrl: () =
       return;
     }
     const old = resumable.get(String(request.session_id));
-    const ended = old === undefined || old.closedWith === 1000 || old.closedWith === 1001;
     const taken = old !== undefined && identified().some((other) => other !== old && other.shard[0] === old.shard[0] && other.shard[1] === old.shard[1]);
-    if (old === undefined || ended || taken || old.socket.readyState === old.socket.OPEN) {
+    if (old === undefined || ended(old) || taken || old.socket.readyState === old.socket.OPEN) {
       connection.socket.send(JSON.stringify({ op: 9, d: false, s: null, t: null }));
       return;
     }
     Object.assign(connection, { identified: true, intents: old.intents, shard: old.shard, sequence: old.sequence, sessionId: old.sessionId, sent: old.sent });
-    old.resumedBy = connection;
     resumable.set(old.sessionId!, connection);
     for (const event of old.sent) if (event.sequence > Number(request.seq ?? 0)) connection.socket.send(event.text);
     dispatch(connection, 'RESUMED', {});
     for (const wake of closeWaiters) wake();
-  }
-
-  /** The connection that holds `connection`'s session now (it, or whichever resumed it). */
-  function current(connection: Connection): Connection {
-    let holder = connection;
-    while (holder.resumedBy !== null) holder = holder.resumedBy;
-    return holder;
   }
 
   /**
@@ -177,7 +170,7 @@ export function startGateway(server: http.Server, world: World, gatewayUrl: () =
    */
   function sessionFor(guildId: string | null): Connection {
     const owns = (connection: Connection) => connection.shard[0] === (guildId === null ? 0 : shardOf(guildId, connection.shard[1]));
-    const dropped = [...resumable.values()].filter((connection) => connection.closedWith !== null && connection.closedWith !== 1000 && connection.closedWith !== 1001 && connection.resumedBy === null);
+    const dropped = [...resumable.values()].filter((connection) => connection.closedWith !== null && !ended(connection));
     const session = identified().filter(owns).at(-1) ?? dropped.filter(owns).at(-1);
     if (session === undefined) throw new Error(`no bot session of the fake Discord gateway receives ${guildId === null ? 'direct messages' : `server ${guildId}`}`);
     return session;
@@ -195,8 +188,8 @@ export function startGateway(server: http.Server, world: World, gatewayUrl: () =
    */
   async function handled(session: Connection, sequence: number): Promise<void> {
     for (;;) {
-      const connection = current(session);
-      if (connection.closedWith === 1000 || connection.closedWith === 1001) throw new Error(`the bot's session ended before it took gateway event ${sequence}`);
+      const connection = resumable.get(session.sessionId!)!;
+      if (ended(connection)) throw new Error(`the bot's session ended before it took gateway event ${sequence}`);
       if (connection.socket.readyState !== connection.socket.OPEN) {
         // Dropped: wait for the client to resume, or for the session to end.
         await new Promise<void>((resolve) => {
