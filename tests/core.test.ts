@@ -300,4 +300,34 @@ describe('what a turn writes beside its reply', () => {
     expect(await eventsOf(f, 'use')).toHaveLength(2);
     expect(await f.roster.memory.audit.verify()).toEqual([expect.objectContaining({ agentId: f.agents.Scout!.id, ok: true, events: 3 })]);
   });
+  it('counts the uses of what is still readable when a recalled fact is rejected before the reply is stored', async () => {
+    let rejectFirst: (() => Promise<unknown>) | null = null;
+    const fake = await startFakeOpenAi(async (request) => {
+      if (request.toolResults.length === 0) return { tool: 'recall', input: { query: 'locker' } };
+      // Between the recall and the reply: the person rejects one of the facts the agent recalled.
+      await rejectFirst?.();
+      return { text: 'done' };
+    });
+    cleanups.push(() => fake.close());
+    const f = await fixture([{ name: 'Scout', engine: fake.engine }]);
+    const scope = { agentId: f.agents.Scout!.id, personId: f.people.Ada!.id, audience: 'private' as const };
+    const ada = { actor: { kind: 'person' as const, id: f.people.Ada!.id } };
+    const number = (await f.roster.memory.remember(scope, { content: 'my locker number is 4418', provenance: ada })).fact;
+    const place = (await f.roster.memory.remember(scope, { content: 'my locker is in the north gym', provenance: ada })).fact;
+    const ask = () => f.roster.core.handle({ channel: 'cli', conversation: { externalId: 'ada-dm', kind: 'dm' }, sender: { personId: f.people.Ada!.id }, text: 'where is my locker?' });
+    const uses = async () => [(await factRow(f, number.content!)).uses, (await factRow(f, place.content!)).uses];
+
+    // Nothing changes between recall and reply (the control): both are used, each with its event.
+    await ask();
+    expect(await uses()).toEqual([1, 1]);
+    expect((await eventsOf(f, 'use')).map((event) => event.target_id).sort()).toEqual([number.id, place.id].sort());
+
+    rejectFirst = () => f.roster.memory.reject(scope, place.id, ada);
+    await ask();
+    expect(await uses()).toEqual([2, 1]);
+    const events = await eventsOf(f, 'use');
+    expect(events).toHaveLength(3);
+    expect(events.at(-1)).toMatchObject({ target_id: number.id, actor_kind: 'agent', actor_id: 'Scout', reason: 'recall' });
+    expect(await f.roster.memory.audit.verify()).toEqual([expect.objectContaining({ agentId: f.agents.Scout!.id, ok: true })]);
+  });
 });

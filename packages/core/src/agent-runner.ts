@@ -3,12 +3,11 @@ import type { Database, Scope, ScopedTransaction } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { type Memory, type SearchRead, type SearchResult } from '@roster/memory';
 import { runInTurn, type TurnContext } from './context.js';
-import { historyExpression, historyFromJson } from './conversation-store.js';
 import type { Agent, Directory } from './directory.js';
 import type { Engine, EngineFile, EnginePart, EngineToolCall } from '@roster/contracts';
 import { cannotReadFiles, unreadKinds } from './files.js';
 import type { LearningEventStore } from './learning-event-store.js';
-import { historyMessages, memoryBlock, systemPrefix, type StoredMessage } from './prompt.js';
+import { historyExpression, historyFromJson, historyMessages, memoryBlock, systemPrefix, type StoredMessage } from './prompt.js';
 import { memoryTools, type ToolHost } from './tools.js';
 import type { TurnOptions } from './types.js';
 

@@ -30,11 +30,11 @@ export interface TurnContext {
    */
   forgotten: string[];
   /**
-   * The facts each recall of this agent's own turn returned (depth 0), one
-   * list per call: each is a use, recorded with the agent's reply in its
+   * The facts each recall of this agent's own turn returned (depth 0), with
+   * whose each is: each is a use, recorded with the agent's reply in its
    * transaction. Absent: each recall records its uses at once.
    */
-  uses?: string[][];
+  uses?: Array<{ id: string; personId: string | null }>;
   /** The engine answering reads search results below the relevance floor too (`Engine.readsBelowFloor`). */
   readsBelowFloor?: boolean;
 }

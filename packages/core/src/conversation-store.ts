@@ -3,7 +3,6 @@ import { enqueue, isUuid, outboxInsertSql, outboxRows, type Database, type Erase
 import { RosterError } from '@roster/errors';
 import { redactSecrets } from '@roster/memory';
 import type { Channel } from './directory.js';
-import type { StoredMessage } from './prompt.js';
 import { routeInbound, type RouteInput, type Routed } from './route.js';
 import type { MessageFence, SourceMessage, TranscriptLine } from './types.js';
 
@@ -99,7 +98,7 @@ export class ConversationStore {
       untrusted?: boolean;
     },
     options: { touch?: boolean; jobs?: readonly FollowUpJob[]; along?: readonly WriteAlong[] } = {},
-  ): Promise<{ id: string; duplicate: boolean }> {
+  ): Promise<{ id: string; duplicate: boolean; carried?: number[] }> {
     const redacted = redactSecrets(message.text);
     const jobs = options.jobs ?? [];
     const along = options.along ?? [];
@@ -130,10 +129,13 @@ export class ConversationStore {
        ), touched as (
          update conversations set last_message_at = now() where id = $1 and $10::boolean and exists (select 1 from inserted)
        )${jobsSql}${alongSql}
-       select id from inserted${along.map((_, index) => ` cross join (select count(*) from along${index}) along${index}_rows`).join('')}`,
+       select id${along.map((_, index) => `, along${index}_rows.n as carried${index}`).join('')}
+       from inserted${along.map((_, index) => ` cross join (select count(*) as n from along${index}) along${index}_rows`).join('')}`,
       params,
     );
-    if (rows[0] !== undefined) return { id: rows[0].id, duplicate: false };
+    // Each carried write's rows: a conditional write that read none did not write.
+    const row = rows[0] as ({ id: string } & Record<string, unknown>) | undefined;
+    if (row !== undefined) return { id: row.id, duplicate: false, carried: along.map((_, index) => Number(row[`carried${index}`])) };
     const existing = await tx.query<{ id: string; answered: boolean }>(
       `select m.id, m.forgotten_at is not null or exists (
          select 1 from messages r
@@ -262,17 +264,18 @@ export class ConversationStore {
   /**
    * An agent's reply, written in its own scope (a stranger's conversation has
    * none: roster_ops writes it), with its follow-up jobs and the writes
-   * `along` (the turn's learning signals) in the same statement, after what
-   * `first` writes in the same transaction (the uses of the facts it recalled,
-   * whose audit events it hands to the reply's statement): a reply is never
-   * kept without them. Unless `touch`
-   * is false the reply ends the conversation's turn (see `routeInbound`).
+   * `along` (the turn's learning signals) in the same statement, and the one
+   * `carry` makes (the uses of the facts the turn recalled), for which the
+   * transaction opens with the agent's audit chain locked: a reply is never
+   * kept without them. When that write wrote nothing, `carry.otherwise` runs
+   * in the same transaction. Unless `touch` is false the reply ends the
+   * conversation's turn (see `routeInbound`).
    */
   async storeReply(
     scope: Scope | null,
     reply: { conversationId: string; agentId: string; text: string; visibility: Visibility },
     options: { jobs: readonly FollowUpJob[]; touch: boolean; fence?: MessageFence; along?: readonly WriteAlong[] },
-    first?: (tx: ScopedTransaction) => Promise<readonly WriteAlong[]>,
+    carry?: { along: (tx: ScopedTransaction) => WriteAlong | null; otherwise: (tx: ScopedTransaction) => Promise<unknown> },
   ): Promise<string> {
     const row = { conversationId: reply.conversationId, externalId: null, role: 'agent' as const, agentId: reply.agentId, text: reply.text };
     if (scope === null) {
@@ -283,12 +286,18 @@ export class ConversationStore {
         return stored.id;
       });
     }
-    return this.database.withScope(scope, async (tx) => {
-      await checkFence(tx, options.fence);
-      const along = [...(options.along ?? []), ...((await first?.(tx)) ?? [])];
-      const stored = await this.storeMessage(tx, { ...row, personId: scope.personId, visibility: reply.visibility }, { ...options, along });
-      return stored.id;
-    });
+    return this.database.withScope(
+      scope,
+      async (tx) => {
+        await checkFence(tx, options.fence);
+        const carried = carry?.along(tx) ?? null;
+        const along = [...(options.along ?? []), ...(carried === null ? [] : [carried])];
+        const stored = await this.storeMessage(tx, { ...row, personId: scope.personId, visibility: reply.visibility }, { ...options, along });
+        if (carried !== null && stored.carried?.at(-1) === 0) await carry!.otherwise(tx);
+        return stored.id;
+      },
+      carry === undefined ? undefined : { chainHeads: true },
+    );
   }
 
   /**
@@ -370,28 +379,4 @@ export class ConversationStore {
   async enqueue(tx: Transaction, job: OutboxJob): Promise<void> {
     await enqueue(tx, job);
   }
-}
-
-/**
- * The recent history an agent may see, as one SQL expression (jsonb, oldest
- * first) to read inside its own scope: its own exchanges with this person and
- * what was said to everyone in this conversation. Row-level security enforces
- * it; the query only orders it. Placeholders from `first`: the conversation,
- * the message the turn answers, the limit.
- */
-export function historyExpression(first: number): string {
-  const [conversation, before, limit] = [first, first + 1, first + 2].map((index) => `$${index}`);
-  return `coalesce((select jsonb_agg(jsonb_build_object('role', h.role, 'content', h.content, 'personName', h.person_name, 'agentId', h.agent_id, 'agentName', h.agent_name)
-              order by h.created_at, h.id)
-       from (select m.id, m.created_at, m.role, m.content, p.name as person_name, m.agent_id, a.name as agent_name
-             from messages m left join people p on p.id = m.person_id left join agents a on a.id = m.agent_id
-             where m.conversation_id = ${conversation}::uuid and m.forgotten_at is null and m.id <> ${before}::uuid and m.role in ('person', 'agent')
-               and m.created_at <= coalesce((select created_at from messages where id = ${before}::uuid), now())
-             order by m.created_at desc, m.id desc limit ${limit}::integer) h), '[]'::jsonb)`;
-}
-
-/** The history expression's value as the prompt reads it: a person's line names the person, an agent's reply the agent. */
-export function historyFromJson(value: unknown): StoredMessage[] {
-  const rows = (typeof value === 'string' ? JSON.parse(value) : value ?? []) as StoredMessage[];
-  return rows.map((row) => ({ ...row, personName: row.role === 'person' ? row.personName : null }));
 }

@@ -70,3 +70,27 @@ export function historyMessages(messages: readonly StoredMessage[], agentId: str
   }
   return chosen.reverse();
 }
+
+/**
+ * The recent history an agent may see, as one SQL expression (jsonb, oldest
+ * first) to read inside its own scope: its own exchanges with this person and
+ * what was said to everyone in this conversation. Row-level security enforces
+ * it; the query only orders it. Placeholders from `first`: the conversation,
+ * the message the turn answers, the limit.
+ */
+export function historyExpression(first: number): string {
+  const [conversation, before, limit] = [first, first + 1, first + 2].map((index) => `$${index}`);
+  return `coalesce((select jsonb_agg(jsonb_build_object('role', h.role, 'content', h.content, 'personName', h.person_name, 'agentId', h.agent_id, 'agentName', h.agent_name)
+              order by h.created_at, h.id)
+       from (select m.id, m.created_at, m.role, m.content, p.name as person_name, m.agent_id, a.name as agent_name
+             from messages m left join people p on p.id = m.person_id left join agents a on a.id = m.agent_id
+             where m.conversation_id = ${conversation}::uuid and m.forgotten_at is null and m.id <> ${before}::uuid and m.role in ('person', 'agent')
+               and m.created_at <= coalesce((select created_at from messages where id = ${before}::uuid), now())
+             order by m.created_at desc, m.id desc limit ${limit}::integer) h), '[]'::jsonb)`;
+}
+
+/** The history expression's value as the prompt reads it: a person's line names the person, an agent's reply the agent. */
+export function historyFromJson(value: unknown): StoredMessage[] {
+  const rows = (typeof value === 'string' ? JSON.parse(value) : value ?? []) as StoredMessage[];
+  return rows.map((row) => ({ ...row, personName: row.role === 'person' ? row.personName : null }));
+}

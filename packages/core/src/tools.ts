@@ -120,7 +120,7 @@ export function memoryTools(host: ToolHost): EngineTool[] {
           const results = await host.memory.search(scope, input.query, { limit: input.limit ?? 5, includeIrrelevant: context.readsBelowFloor === true });
           const facts = results.map((result) => ({ id: result.fact.id, content: result.fact.content ?? '', trust: result.fact.trust }));
           // A recall hit is a use; being retrieved into the prompt is not. A turn's own uses are recorded with its reply.
-          if (facts.length > 0 && context.uses !== undefined) context.uses.push(facts.map((fact) => fact.id));
+          if (facts.length > 0 && context.uses !== undefined) context.uses.push(...results.map(({ fact }) => ({ id: fact.id, personId: fact.personId })));
           else if (facts.length > 0) await host.memory.recordUse(scope, facts.map((fact) => fact.id), 'recall', { kind: 'agent', id: context.agent.name });
           return { facts };
         } catch (error) {

@@ -377,12 +377,12 @@ export function createTurnPipeline(options: TurnPipelineOptions): (inbound: Inbo
             ...(turn.fence === undefined ? {} : { fence: turn.fence }),
             ...(scope === null ? {} : { along: [learning.recordAlong(scope, { messageId: message.id, signals: kept, text: body, channel: inbound.channel })].filter((write) => write !== null) }),
           },
+          // Each fact the agent recalled in this turn is used once, whichever of its recalls found it.
           scope === null || uses.length === 0
             ? undefined
-            : async (tx) => {
-                // Each fact the agent recalled in this turn is used once, whichever of its recalls found it.
-                const used = await memory.recordUseAlong(tx, [...new Set(uses.flat())], 'recall', { kind: 'agent', id: agent.name });
-                return used.along === null ? [] : [used.along];
+            : {
+                along: (tx) => memory.usesAlong(tx, uses, 'recall', { kind: 'agent', id: agent.name }),
+                otherwise: (tx) => memory.countUses(tx, uses.map((fact) => fact.id), 'recall', { kind: 'agent', id: agent.name }),
               },
         );
         if (single) lease.ended = true;

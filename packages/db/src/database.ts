@@ -15,6 +15,16 @@ export interface Transaction {
 /** A transaction that runs as the application role, inside one scope. */
 export interface ScopedTransaction extends Transaction {
   readonly scope: Scope;
+  /** The scope's agent's audit chain where it ends, locked for this transaction: read when `ScopeOptions.chainHeads` asked. */
+  readonly chainHeads?: readonly ChainHeadRow[];
+}
+
+/** An audit chain's head as `roster_event_heads` reads it: where the chain ends, and the time its next events are stamped with. */
+export interface ChainHeadRow {
+  agent_id: string;
+  seq: string | number;
+  hash: string | null;
+  at: string;
 }
 
 /**
@@ -35,6 +45,14 @@ export interface ScopeOptions {
    * The scope's own settings (`roster.*`) and the role cannot be named.
    */
   settings?: Readonly<Record<string, string>>;
+  /**
+   * Also lock the scope's agent's audit chain for the transaction and read
+   * where it ends, in the same statement (`tx.chainHeads`), for a transaction
+   * that appends to it. `roster_event_heads` reads as its owner, so that the
+   * statement plans it before the role changes does not matter; nothing that
+   * row-level security guards is read there.
+   */
+  chainHeads?: boolean;
 }
 
 /** Which database Roster talks to, for health checks and `doctor`. */
@@ -125,7 +143,10 @@ function scopeOpening(scope: Scope, options: ScopeOptions | undefined): { checke
   const opening =
     `select set_config('role', 'roster_app', true), set_config('roster.agent_id', ${literal(checked.agentId)}, true), ` +
     `set_config('roster.person_id', ${literal(checked.personId ?? '')}, true), set_config('roster.audience', ${literal(checked.audience)}, true), ` +
-    `set_config('roster.conversation_id', ${literal(checked.conversationId ?? '')}, true)${extra.join('')}`;
+    `set_config('roster.conversation_id', ${literal(checked.conversationId ?? '')}, true)${extra.join('')}` +
+    (options?.chainHeads === true
+      ? `, (select coalesce(jsonb_agg(to_jsonb(h)), '[]'::jsonb) from roster_event_heads(array[${literal(checked.agentId)}]::uuid[]) h) as chain_heads`
+      : '');
   return { checked, opening };
 }
 
@@ -171,10 +192,12 @@ export function createPoolDatabase(options: PoolDatabaseOptions): Database {
       const { checked, opening } = scopeOpening(scope, scopeOptions);
       return transaction(
         pool,
-        async (client) => {
+        async (client, opened) => {
+          const chainHeads = (opened as { chain_heads?: ChainHeadRow[] } | undefined)?.chain_heads;
           const tx: ScopedTransaction = {
             scope: checked,
             query: (text, params) => client.query(text, params as unknown[]),
+            ...(chainHeads === undefined ? {} : { chainHeads }),
           };
           return activeScope.run({ database, scope: checked }, () => fn(tx));
         },
@@ -211,10 +234,12 @@ export function createPoolDatabase(options: PoolDatabaseOptions): Database {
             entered += 1;
             const id = entered;
             current = -1;
-            await client.query(`${reset}${opening}`);
+            const results = (await client.query(`${reset}${opening}`)) as unknown as pg.QueryResult | pg.QueryResult[];
+            const chainHeads = (Array.isArray(results) ? results.at(-1) : results)?.rows[0]?.chain_heads as ChainHeadRow[] | undefined;
             current = id;
             return {
               scope: checked,
+              ...(chainHeads === undefined ? {} : { chainHeads }),
               query: async (text, params) => {
                 handle(id);
                 return client.query(text, params as unknown[]);

@@ -1,4 +1,4 @@
-export { createPoolDatabase, type PoolDatabaseOptions, type Database, type DatabaseInfo, type EnterScope, type QueryResult, type ScopeOptions, type ScopedTransaction, type Transaction } from './database.js';
+export { createPoolDatabase, type PoolDatabaseOptions, type Database, type ChainHeadRow, type DatabaseInfo, type EnterScope, type QueryResult, type ScopeOptions, type ScopedTransaction, type Transaction } from './database.js';
 export { defaultMigrationsDir, loadMigrations, migrate, type Migration, type MigrationReport } from './migrate.js';
 export {
   compareVersions,

@@ -31,15 +31,16 @@ export function isConnectionLost(error: unknown): boolean {
  * error. `opening` (statements without parameters, such as the role and the
  * scope's settings) is sent with BEGIN in one round trip: every scope pays
  * for them, and each round trip to the embedded database costs about as much
- * as a small statement.
+ * as a small statement. `fn` gets the opening's row.
  */
-export async function transaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>, opening?: string): Promise<T> {
+export async function transaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient, opened?: Record<string, unknown>) => Promise<T>, opening?: string): Promise<T> {
   const client = await pool.connect();
   let broken = false;
   try {
     try {
-      await client.query(opening === undefined ? 'begin' : `begin; ${opening}`);
-      const result = await fn(client);
+      const begun = (await client.query(opening === undefined ? 'begin' : `begin; ${opening}`)) as unknown as pg.QueryResult | pg.QueryResult[];
+      // The opening's row (its last statement's), for what it read besides setting the scope.
+      const result = await fn(client, Array.isArray(begun) ? begun.at(-1)?.rows[0] : undefined);
       await client.query('commit');
       return result;
     } catch (error) {

@@ -11,7 +11,7 @@
  */
 import { createHash, createHmac, randomUUID } from 'node:crypto';
 import type { InstallationKey } from '@roster/config';
-import type { Database, Transaction, WriteAlong } from '@roster/db';
+import type { ChainHeadRow, Database, Transaction, WriteAlong } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { canonicalEvent, redactDetail, type EventFields } from './audit-canonical.js';
 import type { Actor } from './types.js';
@@ -71,13 +71,13 @@ export interface AuditLog {
   /** Append many events, in order, with two statements (batch jobs); each is chained as by `append`. */
   appendMany(tx: Transaction, events: readonly MemoryEvent[]): Promise<number>;
   /**
-   * Link `events` to the chains whose heads the caller read (and locked) in
-   * one of its own statements with `chainHeadsExpression`, for a caller that
+   * Link `events` to the chains whose heads the caller read (and locked):
+   * its transaction opened with them (`ScopeOptions.chainHeads`), for a caller that
    * stores them with what they record, in one statement: `store` is the write
    * that does. Nothing may be appended to those chains in between (the
    * database refuses a link that does not continue its chain).
    */
-  link(heads: readonly ChainHeadRead[], events: readonly MemoryEvent[]): { store: WriteAlong; appended: Array<{ id: string; seq: number; hash: string }> };
+  link(heads: readonly ChainHeadRow[], events: readonly MemoryEvent[]): { store: WriteAlong; appended: Array<{ id: string; seq: number; hash: string }> };
   /** Every chain's head (or one agent's), for an operator to keep elsewhere. */
   heads(agentId?: string): Promise<ChainHead[]>;
   /**
@@ -97,23 +97,6 @@ export type HashKind = 'sha256' | 'hmac-sha256';
 const auditPurpose = 'roster/audit-chain/v1';
 /** Events read per statement while verifying, so a long chain never sits in memory whole. */
 const verifyPage = 5000;
-
-/** A chain's head as `roster_event_heads` reads it: where the chain ends, and the time its next events are stamped with. */
-export interface ChainHeadRead {
-  agent_id: string;
-  seq: string | number;
-  hash: string | null;
-  at: string;
-}
-
-/**
- * An SQL expression that locks the chains of the agents in `agents` (an SQL
- * uuid[] expression) for the rest of the transaction and reads their heads,
- * as a JSON array of `ChainHeadRead`, for `AuditLog.link`.
- */
-export function chainHeadsExpression(agents: string): string {
-  return `(select coalesce(jsonb_agg(to_jsonb(h)), '[]'::jsonb) from roster_event_heads(${agents}) h)`;
-}
 
 interface EventRow {
   id: string;
@@ -147,13 +130,13 @@ export function createAuditLog(options: { database: Database; key: InstallationK
   async function appendMany(tx: Transaction, events: readonly MemoryEvent[]): Promise<Array<{ id: string; seq: number; hash: string }>> {
     if (events.length === 0) return [];
     // Locks each chain for the rest of the transaction and reads where it ends.
-    const { rows } = await tx.query<ChainHeadRead>('select agent_id, seq, hash, at from roster_event_heads($1::uuid[])', [chainAgents(events)]);
+    const { rows } = await tx.query<ChainHeadRow>('select agent_id, seq, hash, at from roster_event_heads($1::uuid[])', [chainAgents(events)]);
     const { store, appended } = link(rows, events);
     await tx.query(store.sql('$1', 'true'), [store.value]);
     return appended;
   }
 
-  function link(rows: readonly ChainHeadRead[], events: readonly MemoryEvent[]): { store: WriteAlong; appended: Array<{ id: string; seq: number; hash: string }> } {
+  function link(rows: readonly ChainHeadRow[], events: readonly MemoryEvent[]): { store: WriteAlong; appended: Array<{ id: string; seq: number; hash: string }> } {
     const heads = new Map(rows.map((row) => [row.agent_id, { seq: Number(row.seq), hash: row.hash }]));
     const at = rows[0]?.at;
     if (at === undefined) throw new RosterError('audit_head_missing', 'The database did not return the audit chain heads: run roster migrate.');

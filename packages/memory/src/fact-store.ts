@@ -58,30 +58,44 @@ export async function insertFact(tx: ScopedTransaction, input: NewFact): Promise
 }
 
 /**
- * A new fact (with the id `id`), its vector and its audit events, in one
- * statement: `events` is the write `AuditLog.link` made after the chain's
- * head, which the transaction read (and locked) before. A vector is stored
- * searchable when the fact's trust is one search reads.
+ * A new fact (with the id `id`), its vector and its audit events, as the
+ * common table expressions `f`, `v` and `e` of one statement, written only
+ * where `condition` holds (an SQL condition that may name the statement's
+ * other expressions): `events` is the write `AuditLog.link` made after the
+ * chain's head, which the transaction read (and locked) before. A vector is
+ * stored searchable when the fact's trust is one search reads. `parameter`
+ * adds a value to the statement's and names it.
  */
+export function factWithVectorExpressions(
+  parameter: (value: unknown) => string,
+  tx: ScopedTransaction,
+  input: NewFact & { id: string },
+  vector: { model: string; value: string },
+  events: WriteAlong,
+  condition: string,
+): string {
+  const values = [input.id, ...insertValues(tx, input)].map(parameter).join(', ');
+  return `f as (
+       insert into facts as f (id, ${insertColumns})
+       select ${values} where ${condition}
+       returning ${factColumns}
+     ),
+     v as (
+       insert into fact_embeddings (fact_id, model, agent_id, person_id, audience, embedding, searchable)
+       select f.id, ${parameter(vector.model)}, f.agent_id, f.person_id, f.audience, ${parameter(vector.value)}::vector, f.trust in ('candidate', 'active', 'verified') from f
+     ),
+     e as (${events.sql(parameter(events.value), `(${condition})`)})`;
+}
+
+/** `factWithVectorExpressions`, unconditionally, as a statement of its own: the new fact. */
 export async function insertFactWithVector(
   tx: ScopedTransaction,
   input: NewFact & { id: string },
   vector: { model: string; value: string },
   events: WriteAlong,
 ): Promise<Fact> {
-  const { rows } = await tx.query<FactRow>(
-    `with f as (
-       insert into facts as f (id, ${insertColumns})
-       values ($14, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-       returning ${factColumns}
-     ),
-     v as (
-       insert into fact_embeddings (fact_id, model, agent_id, person_id, audience, embedding, searchable)
-       select f.id, $15, f.agent_id, f.person_id, f.audience, $16::vector, f.trust in ('candidate', 'active', 'verified') from f
-     ),
-     e as (${events.sql('$17', 'true')})
-     select f.* from f cross join (select count(*) from e) e_rows`,
-    [...insertValues(tx, input), input.id, vector.model, vector.value, events.value],
-  );
+  const params: unknown[] = [];
+  const expressions = factWithVectorExpressions((value) => `$${params.push(value)}`, tx, input, vector, events, 'true');
+  const { rows } = await tx.query<FactRow>(`with ${expressions} select f.* from f cross join (select count(*) from e) e_rows`, params);
   return toFact(rows[0]!);
 }

@@ -120,11 +120,21 @@ export interface Memory {
   match(scope: Scope, request: string, options?: MatchOptions): Promise<FactMatch[]>;
   recordUse(scope: Scope, factIds: readonly string[], reason: UseReason, actor: Actor): Promise<number>;
   /**
-   * The same, in the caller's scoped transaction, whose next statement must
-   * carry `along` (the uses' audit events; null when nothing was counted):
-   * the core records a turn's uses with its reply, the events in the reply's statement.
+   * The uses of `facts` (each with whose it is), as a write the next
+   * statement of the caller's transaction carries (the core: a turn's reply's
+   * statement), for a transaction that opened with the agent's audit chain
+   * locked (`ScopeOptions.chainHeads`): each fact's use counted, with its
+   * `use` event linked to that head. All or nothing: it counts none (its row
+   * reads none) when a fact is no longer one search reads or another
+   * transaction holds it; then `countUses` counts what it can.
    */
-  recordUseAlong(tx: ScopedTransaction, factIds: readonly string[], reason: UseReason, actor: Actor): Promise<{ count: number; along: WriteAlong | null }>;
+  usesAlong(tx: ScopedTransaction, facts: ReadonlyArray<{ id: string; personId: string | null }>, reason: UseReason, actor: Actor): WriteAlong | null;
+  /**
+   * The uses of those of `factIds` that are still facts search reads and
+   * that no other transaction holds, with their events, in a transaction
+   * that opened with the agent's audit chain locked: two statements.
+   */
+  countUses(tx: ScopedTransaction, factIds: readonly string[], reason: UseReason, actor: Actor): Promise<number>;
   /** Compute the vectors facts lack (the embed job); a fact forgotten meanwhile gets none. */
   embedFacts(options?: EmbedFactsOptions): Promise<EmbedFactsReport>;
   export(scope: Scope, format: ExportFormat): Promise<string>;

@@ -1,15 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { enqueue, isUuid, type Scope, type ScopedTransaction } from '@roster/db';
+import { enqueue, isUuid, type ChainHeadRow, type Scope, type ScopedTransaction } from '@roster/db';
 import { RosterError } from '@roster/errors';
 import { toSql } from 'pgvector';
-import { admissionExpression, admit, type Admission } from './admission.js';
-import { chainHeadsExpression, createAuditLog, type ChainHeadRead } from './audit.js';
+import { admit } from './admission.js';
+import { createAuditLog } from './audit.js';
 import { embedFacts } from './embed-facts.js';
 import { embedOne, ensureEmbeddingModel } from './embeddings.js';
 import { FactNotFoundError, FactStateError } from './errors.js';
 import { renderExport } from './export.js';
 import { liveTrust, prepareContent, trustFor, validCategory, validProvenance } from './fact-input.js';
 import { insertFact, insertFactWithVector, loadFact, newFactPerson } from './fact-store.js';
+import { readOrRemember } from './remember-statement.js';
 import { bindInstallationKey } from './installation.js';
 import { matchFacts } from './match.js';
 import type { Memory, MemoryOptions } from './memory-types.js';
@@ -22,6 +23,12 @@ import { believedAt, believedNow, recordCorrection, recordUpdate, requireCurrent
 
 export type { Memory, MemoryOptions, RememberInput, UseReason } from './memory-types.js';
 export type { HistoryEntry, VersionEvent } from './versions.js';
+
+/** The agent's audit chain's head, which the transaction opened by locking (`ScopeOptions.chainHeads`). */
+function headsOf(tx: ScopedTransaction): readonly ChainHeadRow[] {
+  if (tx.chainHeads === undefined) throw new RosterError('audit_head_missing', 'The transaction did not open with the audit chain locked (chainHeads).');
+  return tx.chainHeads;
+}
 
 export function createMemory(options: MemoryOptions): Memory {
   const { database, embedder, key } = options;
@@ -121,43 +128,52 @@ export function createMemory(options: MemoryOptions): Memory {
         throw new RosterError('memory_private_in_group', 'In a group nothing private is kept: tell me in a one-to-one conversation.');
       }
       const vector = await vectorFor(next.content);
-      return database.withScope(scope, async (tx) => {
-        // The same words as believed now, else as they held until a change (a restatement); what `admit`
-        // reads; and the agent's audit chain, locked for this transaction, where it ends: one statement.
-        const { rows } = await tx.query<{ known: (FactRow & { believed_now: boolean }) | null; admission: Admission; heads: ChainHeadRead[] }>(
-          `select (select to_jsonb(k) from (
-                    select ${factColumns}, (${believedNow('f')}) as believed_now from facts f
-                    where f.content_hash = $1 and f.audience = $2 and f.person_id is not distinct from $3
-                      and f.trust = any($4) and f.superseded_at is null
-                    order by believed_now desc, f.recorded_at desc limit 1) k) as known,
-                  ${admissionExpression('$1')} as admission,
-                  ${chainHeadsExpression('array[$5]::uuid[]')} as heads`,
-          [next.hash, audience, newFactPerson(tx, audience), readableTrust, tx.scope.agentId],
-        );
-        const duplicate = rows[0]!.known === null ? undefined : factRowFromJson(rows[0]!.known as unknown as Record<string, unknown>);
-        // Words believed now are not remembered twice. Words that held only until a change are
-        // recorded again when a person says them; an automatic path (a job, the model by itself)
-        // re-reading old messages gets the past version back instead of reviving it.
-        const saidByPerson = input.provenance.actor.kind === 'person' || input.provenance.actor.kind === 'owner';
-        if (duplicate !== undefined && (rows[0]!.known!.believed_now || !saidByPerson)) return { fact: toFact(duplicate), created: false };
-        const { lifted } = await admit({ key, audit }, tx, next.content, next.hash, input.provenance, rows[0]!.admission);
-        const written = { ...next, category, audience, trust: trustFor(input.provenance), provenance: input.provenance };
-        const detail = { trust: written.trust, category, audience, content_hmac: next.keyedHash };
-        if (vector === null || lifted > 0) {
-          // The vector as a job, or the chain moved on since its head was read (a tombstone lifted): a statement each.
-          const fact = await insertFact(tx, written);
-          await storeVector(tx, fact, vector);
-          await event(tx, input.provenance.actor, 'remember', fact, detail);
-          return { fact, created: true };
-        }
-        // The fact, its vector and its audit event, linked to the head read above: one statement.
-        const id = randomUUID();
-        const { store } = audit.link(rows[0]!.heads, [
-          { agentId: tx.scope.agentId, personId: newFactPerson(tx, audience), actor: input.provenance.actor, action: 'remember', targetKind: 'fact', targetId: id, detail },
-        ]);
-        const fact = await insertFactWithVector(tx, { ...written, id }, { model: embedder.model, value: toSql(vector) as string }, store);
-        return { fact, created: true };
+      const written = { ...next, category, audience, trust: trustFor(input.provenance), provenance: input.provenance };
+      const detail = { trust: written.trust, category, audience, content_hmac: next.keyedHash };
+      const rememberEvent = (tx: ScopedTransaction, id: string) => ({
+        agentId: tx.scope.agentId,
+        personId: newFactPerson(tx, audience),
+        actor: input.provenance.actor,
+        action: 'remember',
+        targetKind: 'fact' as const,
+        targetId: id,
+        detail,
       });
+      // With a vector, the transaction opens by locking the agent's audit chain and reading where it ends.
+      return database.withScope(
+        scope,
+        async (tx) => {
+          // The same words as believed now, else as they held until a change (a restatement), and what `admit`
+          // reads; when none of them stands in the way, the fact, its vector and its audit event too: one statement.
+          const id = randomUUID();
+          const sql = vector === null ? null : { model: embedder.model, value: toSql(vector) as string };
+          const { read, fact: remembered } = await readOrRemember(
+            tx,
+            key,
+            { hash: next.hash, audience },
+            sql === null ? null : { fact: { ...written, id }, keyedHash: next.keyedHash, vector: sql, events: audit.link(headsOf(tx), [rememberEvent(tx, id)]).store },
+          );
+          if (remembered !== null) return { fact: remembered, created: true };
+          const duplicate = read.known === null ? undefined : factRowFromJson(read.known as unknown as Record<string, unknown>);
+          // Words believed now are not remembered twice. Words that held only until a change are
+          // recorded again when a person says them; an automatic path (a job, the model by itself)
+          // re-reading old messages gets the past version back instead of reviving it.
+          const saidByPerson = input.provenance.actor.kind === 'person' || input.provenance.actor.kind === 'owner';
+          if (duplicate !== undefined && (read.known!.believed_now || !saidByPerson)) return { fact: toFact(duplicate), created: false };
+          const { lifted } = await admit({ key, audit }, tx, next.content, next.hash, input.provenance, read.admission);
+          if (sql === null || lifted > 0) {
+            // The vector as a job, or the chain moved on since its head was read (a tombstone lifted): a statement each.
+            const fact = await insertFact(tx, written);
+            await storeVector(tx, fact, vector);
+            await event(tx, input.provenance.actor, 'remember', fact, detail);
+            return { fact, created: true };
+          }
+          // The fact, its vector and its audit event, linked to the head the transaction opened with: one statement.
+          const { store } = audit.link(headsOf(tx), [rememberEvent(tx, id)]);
+          return { fact: await insertFactWithVector(tx, { ...written, id }, sql, store), created: true };
+        },
+        { chainHeads: vector !== null },
+      );
     },
 
     async correct(scope, factId, content, provenance) {
@@ -297,32 +313,38 @@ export function createMemory(options: MemoryOptions): Memory {
 
     async recordUse(scope, factIds, reason, actor) {
       if (factIds.filter(isUuid).length === 0) return 0;
-      return database.withScope(scope, async (tx) => {
-        const { count, along } = await memory.recordUseAlong(tx, factIds, reason, actor);
-        if (along !== null) await tx.query(along.sql('$1', 'true'), [along.value]);
-        return count;
-      });
+      return database.withScope(scope, (tx) => memory.countUses(tx, factIds, reason, actor), { chainHeads: true });
     },
 
-    async recordUseAlong(tx, factIds, reason, actor) {
-      const ids = factIds.filter(isUuid);
-      if (ids.length === 0) return { count: 0, along: null };
-      // The uses, and the agent's audit chain (locked for the transaction) where it ends when any was counted: one statement.
-      const { rows } = await tx.query<{ used: Array<Record<string, unknown>>; heads: ChainHeadRead[] | null }>(
-        `with used as (
-           update facts f set uses = f.uses + 1, last_used_at = now() where f.id = any($1) and f.trust = any($2) returning ${factColumns}
-         )
-         select coalesce((select jsonb_agg(to_jsonb(u)) from used u), '[]'::jsonb) as used,
-                case when exists (select 1 from used) then ${chainHeadsExpression('array[$3]::uuid[]')} end as heads`,
-        [ids, readableTrust, tx.scope.agentId],
-      );
-      const used = rows[0]!.used.map((row) => toFact(factRowFromJson(row)));
-      if (used.length === 0) return { count: 0, along: null };
+    usesAlong(tx, facts, reason, actor) {
+      const used = [...new Map(facts.filter((fact) => isUuid(fact.id)).map((fact) => [fact.id, fact])).values()];
+      if (used.length === 0) return null;
       const { store } = audit.link(
-        rows[0]!.heads!,
+        headsOf(tx),
         used.map((fact) => ({ agentId: tx.scope.agentId, personId: fact.personId, actor, action: 'use', targetKind: 'fact' as const, targetId: fact.id, detail: { reason } })),
       );
-      return { count: used.length, along: store };
+      // roster_count_uses (migration 0038) counts them and stores the events, or does nothing and reads false.
+      const value = JSON.stringify({ ids: used.map((fact) => fact.id), trust: readableTrust, events: JSON.parse(store.value) as unknown });
+      return { value, sql: (parameter, condition) => `select 1 where ${condition} and roster_count_uses(${parameter}::jsonb)` };
+    },
+
+    async countUses(tx, factIds, reason, actor) {
+      const ids = factIds.filter(isUuid);
+      if (ids.length === 0) return 0;
+      // Only the facts no other transaction holds: this transaction holds the chain, and every other writer locks a fact before it.
+      const { rows } = await tx.query<FactRow>(
+        `update facts f set uses = f.uses + 1, last_used_at = now()
+         where f.id in (select h.id from facts h where h.id = any($1) and h.trust = any($2) for update skip locked)
+         returning ${factColumns}`,
+        [ids, readableTrust],
+      );
+      if (rows.length === 0) return 0;
+      const { store } = audit.link(
+        headsOf(tx),
+        rows.map(toFact).map((fact) => ({ agentId: tx.scope.agentId, personId: fact.personId, actor, action: 'use', targetKind: 'fact' as const, targetId: fact.id, detail: { reason } })),
+      );
+      await tx.query(store.sql('$1', 'true'), [store.value]);
+      return rows.length;
     },
 
     embedFacts(options) {
