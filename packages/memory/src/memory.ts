@@ -323,9 +323,10 @@ export function createMemory(options: MemoryOptions): Memory {
         headsOf(tx),
         used.map((fact) => ({ agentId: tx.scope.agentId, personId: fact.personId, actor, action: 'use', targetKind: 'fact' as const, targetId: fact.id, detail: { reason } })),
       );
-      // roster_count_uses (migration 0038) counts them and stores the events, or does nothing and reads false.
+      // roster_count_uses (migration 0038) counts them and stores the events, or does nothing and reads false; only
+      // once `condition` holds (a case, not an and, whose sides Postgres may evaluate in either order).
       const value = JSON.stringify({ ids: used.map((fact) => fact.id), trust: readableTrust, events: JSON.parse(store.value) as unknown });
-      return { value, sql: (parameter, condition) => `select 1 where ${condition} and roster_count_uses(${parameter}::jsonb)` };
+      return { value, sql: (parameter, condition) => `select 1 where case when ${condition} then roster_count_uses(${parameter}::jsonb) else false end` };
     },
 
     async countUses(tx, factIds, reason, actor) {
