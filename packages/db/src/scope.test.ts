@@ -94,6 +94,20 @@ describe('withScope', () => {
     expect(await visible(scope)).toEqual(['scout-ada-private', 'scout-agent-wide']);
   });
 
+  it("opens with its agent's audit chain locked and where it ends, when asked, directly or entered from an admin transaction", async () => {
+    const scope: Scope = { agentId: ids.scout, personId: ids.ada, audience: 'private' };
+    const locks = async (tx: Transaction) => Number((await tx.query<{ n: string }>(`select count(*) as n from pg_locks where locktype = 'advisory' and pid = pg_backend_pid()`)).rows[0]!.n);
+    const head = [{ agent_id: ids.scout, seq: 0, hash: null, at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/) }];
+    expect(await db.withScope(scope, async (tx) => ({ heads: tx.chainHeads, locks: await locks(tx) }), { chainHeads: true })).toEqual({ heads: head, locks: 1 });
+    const entered = await db.adminScope('test: enter a scope with its chain', async (_tx, enter) => {
+      const tx = await enter(scope, { chainHeads: true });
+      return { heads: tx.chainHeads, locks: await locks(tx) };
+    });
+    expect(entered).toEqual({ heads: head, locks: 1 });
+    // The control: not asked, nothing is read and nothing locked.
+    expect(await db.withScope(scope, async (tx) => ({ heads: tx.chainHeads, locks: await locks(tx) }))).toEqual({ heads: undefined, locks: 0 });
+  });
+
   it("reads agent A's fact inside A's scope and not inside B's", async () => {
     const scoutForAda = await visible({ agentId: ids.scout, personId: ids.ada, audience: 'private' });
     const coderForAda = await visible({ agentId: ids.coder, personId: ids.ada, audience: 'private' });
