@@ -112,15 +112,17 @@ export async function startPasswordGate(options: PasswordGateOptions): Promise<P
         rollingBack = true;
         client.removeAllListeners('data');
         upstream.removeAllListeners('data');
-        client.end(errorResponse('25P03', `terminating connection due to idle-in-transaction timeout (${idleMs / 1000} s, roster db serve --idle-in-transaction-timeout): its transaction was rolled back`));
-        // The session is every Roster process's: roll back there, then hang up, and only then take the next client.
+        // The session is every Roster process's: roll back there and free it, and only then tell the client and
+        // hang up, so that a client that connects again once it sees the end finds the session free.
         let answer = Buffer.alloc(0);
         upstream.on('data', (chunk: Buffer) => {
           answer = Buffer.concat([answer, chunk]);
           if (!readyForQuery(answer)) return;
           rollingBack = false;
+          released = true;
+          sessionOpen = false;
           upstream.end(terminate);
-          release();
+          client.end(errorResponse('25P03', `terminating connection due to idle-in-transaction timeout (${idleMs / 1000} s, roster db serve --idle-in-transaction-timeout): its transaction was rolled back`));
         });
         upstream.write(simpleQuery('rollback'));
       };
