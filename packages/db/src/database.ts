@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { RosterError } from '@roster/errors';
 import pg from 'pg';
-import { transaction } from './transaction.js';
+import { lastRow, transaction } from './transaction.js';
 import { assertScope, type Scope } from './scope.js';
 
 /** The rows and count of one statement, as `pg` returns them. */
@@ -150,6 +150,12 @@ function scopeOpening(scope: Scope, options: ScopeOptions | undefined): { checke
   return { checked, opening };
 }
 
+/** The chain heads the scope's opening read (`ScopeOptions.chainHeads`), as a scoped transaction holds them. */
+function openedChainHeads(opened: Record<string, unknown> | undefined): { chainHeads?: readonly ChainHeadRow[] } {
+  const chainHeads = opened?.chain_heads as ChainHeadRow[] | undefined;
+  return chainHeads === undefined ? {} : { chainHeads };
+}
+
 /** What a scoped function may ask of the context it runs in. */
 const activeScope = new AsyncLocalStorage<{ database: object; scope: Scope | 'admin' }>();
 
@@ -193,11 +199,10 @@ export function createPoolDatabase(options: PoolDatabaseOptions): Database {
       return transaction(
         pool,
         async (client, opened) => {
-          const chainHeads = (opened as { chain_heads?: ChainHeadRow[] } | undefined)?.chain_heads;
           const tx: ScopedTransaction = {
             scope: checked,
             query: (text, params) => client.query(text, params as unknown[]),
-            ...(chainHeads === undefined ? {} : { chainHeads }),
+            ...openedChainHeads(opened),
           };
           return activeScope.run({ database, scope: checked }, () => fn(tx));
         },
@@ -234,12 +239,11 @@ export function createPoolDatabase(options: PoolDatabaseOptions): Database {
             entered += 1;
             const id = entered;
             current = -1;
-            const results = (await client.query(`${reset}${opening}`)) as unknown as pg.QueryResult | pg.QueryResult[];
-            const chainHeads = (Array.isArray(results) ? results.at(-1) : results)?.rows[0]?.chain_heads as ChainHeadRow[] | undefined;
+            const opened = lastRow(await client.query(`${reset}${opening}`));
             current = id;
             return {
               scope: checked,
-              ...(chainHeads === undefined ? {} : { chainHeads }),
+              ...openedChainHeads(opened),
               query: async (text, params) => {
                 handle(id);
                 return client.query(text, params as unknown[]);

@@ -26,6 +26,12 @@ export function isConnectionLost(error: unknown): boolean {
   return typeof message === 'string' && /Connection terminated|is not queryable|connection error/i.test(message);
 }
 
+/** The first row of the last statement a query string ran (several statements sent in one round trip answer with a list). */
+export function lastRow(result: unknown): Record<string, unknown> | undefined {
+  const results = result as pg.QueryResult | pg.QueryResult[];
+  return (Array.isArray(results) ? results.at(-1) : results)?.rows[0];
+}
+
 /**
  * Run `fn` between BEGIN and COMMIT on one pooled client; ROLLBACK on any
  * error. `opening` (statements without parameters, such as the role and the
@@ -38,9 +44,9 @@ export async function transaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient, 
   let broken = false;
   try {
     try {
-      const begun = (await client.query(opening === undefined ? 'begin' : `begin; ${opening}`)) as unknown as pg.QueryResult | pg.QueryResult[];
-      // The opening's row (its last statement's), for what it read besides setting the scope.
-      const result = await fn(client, Array.isArray(begun) ? begun.at(-1)?.rows[0] : undefined);
+      const begun = await client.query(opening === undefined ? 'begin' : `begin; ${opening}`);
+      // The opening's row, for what it read besides setting the scope.
+      const result = await fn(client, opening === undefined ? undefined : lastRow(begun));
       await client.query('commit');
       return result;
     } catch (error) {

@@ -3,7 +3,7 @@ import { enqueue, isUuid, type ChainHeadRow, type Scope, type ScopedTransaction 
 import { RosterError } from '@roster/errors';
 import { toSql } from 'pgvector';
 import { admit } from './admission.js';
-import { createAuditLog } from './audit.js';
+import { createAuditLog, type MemoryEvent } from './audit.js';
 import { embedFacts } from './embed-facts.js';
 import { embedOne, ensureEmbeddingModel } from './embeddings.js';
 import { FactNotFoundError, FactStateError } from './errors.js';
@@ -13,7 +13,7 @@ import { insertFact, insertFactWithVector, loadFact, newFactPerson } from './fac
 import { readOrRemember } from './remember-statement.js';
 import { bindInstallationKey } from './installation.js';
 import { matchFacts } from './match.js';
-import type { Memory, MemoryOptions } from './memory-types.js';
+import type { Memory, MemoryOptions, UseReason } from './memory-types.js';
 import { factColumns, factRowFromJson, toFact, type FactRow } from './rows.js';
 import { embedQuery, prepareSearch, ScopeSizeCache, searchFacts } from './search.js';
 import { validateText } from './text.js';
@@ -28,6 +28,11 @@ export type { HistoryEntry, VersionEvent } from './versions.js';
 function headsOf(tx: ScopedTransaction): readonly ChainHeadRow[] {
   if (tx.chainHeads === undefined) throw new RosterError('audit_head_missing', 'The transaction did not open with the audit chain locked (chainHeads).');
   return tx.chainHeads;
+}
+
+/** A `use` event for each fact, by `actor`, in the transaction's agent's chain. */
+function useEvents(tx: ScopedTransaction, facts: ReadonlyArray<{ id: string; personId: string | null }>, reason: UseReason, actor: Actor): MemoryEvent[] {
+  return facts.map((fact) => ({ agentId: tx.scope.agentId, personId: fact.personId, actor, action: 'use', targetKind: 'fact', targetId: fact.id, detail: { reason } }));
 }
 
 export function createMemory(options: MemoryOptions): Memory {
@@ -130,29 +135,20 @@ export function createMemory(options: MemoryOptions): Memory {
       const vector = await vectorFor(next.content);
       const written = { ...next, category, audience, trust: trustFor(input.provenance), provenance: input.provenance };
       const detail = { trust: written.trust, category, audience, content_hmac: next.keyedHash };
-      const rememberEvent = (tx: ScopedTransaction, id: string) => ({
-        agentId: tx.scope.agentId,
-        personId: newFactPerson(tx, audience),
-        actor: input.provenance.actor,
-        action: 'remember',
-        targetKind: 'fact' as const,
-        targetId: id,
-        detail,
-      });
       // With a vector, the transaction opens by locking the agent's audit chain and reading where it ends.
       return database.withScope(
         scope,
         async (tx) => {
+          // The fact with its vector and its event, linked once to that head, for whichever statement writes them.
+          const id = randomUUID();
+          const rememberEvent = { agentId: tx.scope.agentId, personId: newFactPerson(tx, audience), actor: input.provenance.actor, action: 'remember', targetKind: 'fact' as const, targetId: id, detail };
+          const write =
+            vector === null
+              ? null
+              : { fact: { ...written, id }, keyedHash: next.keyedHash, vector: { model: embedder.model, value: toSql(vector) as string }, events: audit.link(headsOf(tx), [rememberEvent]).store };
           // The same words as believed now, else as they held until a change (a restatement), and what `admit`
           // reads; when none of them stands in the way, the fact, its vector and its audit event too: one statement.
-          const id = randomUUID();
-          const sql = vector === null ? null : { model: embedder.model, value: toSql(vector) as string };
-          const { read, fact: remembered } = await readOrRemember(
-            tx,
-            key,
-            { hash: next.hash, audience },
-            sql === null ? null : { fact: { ...written, id }, keyedHash: next.keyedHash, vector: sql, events: audit.link(headsOf(tx), [rememberEvent(tx, id)]).store },
-          );
+          const { read, fact: remembered } = await readOrRemember(tx, key, { hash: next.hash, audience }, write);
           if (remembered !== null) return { fact: remembered, created: true };
           const duplicate = read.known === null ? undefined : factRowFromJson(read.known as unknown as Record<string, unknown>);
           // Words believed now are not remembered twice. Words that held only until a change are
@@ -161,7 +157,7 @@ export function createMemory(options: MemoryOptions): Memory {
           const saidByPerson = input.provenance.actor.kind === 'person' || input.provenance.actor.kind === 'owner';
           if (duplicate !== undefined && (read.known!.believed_now || !saidByPerson)) return { fact: toFact(duplicate), created: false };
           const { lifted } = await admit({ key, audit }, tx, next.content, next.hash, input.provenance, read.admission);
-          if (sql === null || lifted > 0) {
+          if (write === null || lifted > 0) {
             // The vector as a job, or the chain moved on since its head was read (a tombstone lifted): a statement each.
             const fact = await insertFact(tx, written);
             await storeVector(tx, fact, vector);
@@ -169,8 +165,7 @@ export function createMemory(options: MemoryOptions): Memory {
             return { fact, created: true };
           }
           // The fact, its vector and its audit event, linked to the head the transaction opened with: one statement.
-          const { store } = audit.link(headsOf(tx), [rememberEvent(tx, id)]);
-          return { fact: await insertFactWithVector(tx, { ...written, id }, sql, store), created: true };
+          return { fact: await insertFactWithVector(tx, write.fact, write.vector, write.events), created: true };
         },
         { chainHeads: vector !== null },
       );
@@ -319,10 +314,7 @@ export function createMemory(options: MemoryOptions): Memory {
     usesAlong(tx, facts, reason, actor) {
       const used = [...new Map(facts.filter((fact) => isUuid(fact.id)).map((fact) => [fact.id, fact])).values()];
       if (used.length === 0) return null;
-      const { store } = audit.link(
-        headsOf(tx),
-        used.map((fact) => ({ agentId: tx.scope.agentId, personId: fact.personId, actor, action: 'use', targetKind: 'fact' as const, targetId: fact.id, detail: { reason } })),
-      );
+      const { store } = audit.link(headsOf(tx), useEvents(tx, used, reason, actor));
       // roster_count_uses (migration 0038) counts them and stores the events, or does nothing and reads false; only
       // once `condition` holds (a case, not an and, whose sides Postgres may evaluate in either order).
       const value = JSON.stringify({ ids: used.map((fact) => fact.id), trust: readableTrust, events: JSON.parse(store.value) as unknown });
@@ -340,10 +332,7 @@ export function createMemory(options: MemoryOptions): Memory {
         [ids, readableTrust],
       );
       if (rows.length === 0) return 0;
-      const { store } = audit.link(
-        headsOf(tx),
-        rows.map(toFact).map((fact) => ({ agentId: tx.scope.agentId, personId: fact.personId, actor, action: 'use', targetKind: 'fact' as const, targetId: fact.id, detail: { reason } })),
-      );
+      const { store } = audit.link(headsOf(tx), useEvents(tx, rows.map(toFact), reason, actor));
       await tx.query(store.sql('$1', 'true'), [store.value]);
       return rows.length;
     },
