@@ -149,7 +149,8 @@ export function buildReport(results: RunResult[], options: Options, server: bool
       `One agent (offline engine) and ${Math.max(...options.concurrency)} people per door; each conversation is one person's ` +
         `web conversation with the agent (one conversation per person, as the web page has it) and says its turns one after ` +
         `another; *at once* conversations run concurrently. A quarter of the turns are \`remember that …\` (a fact written ` +
-        `with its vector and audit event), a quarter \`what do you know about …\` (a recall), half plain talk; every turn ` +
+        `with its vector and audit event), a quarter \`what do you know about …\` (a recall), half plain talk, in every row (the kinds take turns across ` +
+        `conversations as well as within one, so that a row whose conversations say two turns each has the same mix); every turn ` +
         `stores the message, reads the agent's lessons, searches memory for the prompt, reads the history, runs the engine, ` +
         `stores the reply and writes the follow-up jobs to the outbox (no worker runs). *facts in scope*: synthetic ` +
         `agent-wide facts (tests/bench/synthetic.ts) with hashing vectors, bulk-loaded before the turns and analyzed as the ` +
@@ -159,7 +160,9 @@ export function buildReport(results: RunResult[], options: Options, server: bool
         `sees it (its round trip included), in the one-conversation core.handle rows only, so that no two turns overlap.`,
       `*core.handle* calls the core in process, as the web route does; *POST /api/chat* is the real server (Fastify) on ` +
         `loopback (a new connection per request), a signed-in session cookie and CSRF header per person, the whole event stream read. At least ` +
-        `${options.turns} turns per row (each conversation at least 2), after ${warmUpTurns} warm-up turns per door. ` +
+        `${options.turns} turns per row (each conversation at least 2), after ${warmUpTurns} warm-up turns per door and, before each row, one turn in each ` +
+        `of its conversations, all at once (a service with that many conversations going has started them and has its pool's ` +
+        `connections open: the row measures turns, not the start of a burst). ` +
         `*core share* is a turn's time less the engine's own time (the offline engine's \`run\` less the memory tools it ` +
         `called, which are the core's work); the offline engine needs no model, so almost all of a turn is the core's. ` +
         `*SQL statements per turn* are counted by a wrapper around the Database (each statement a transaction runs, plus ` +

@@ -212,6 +212,21 @@ async function sayThrough(fixture: Fixture, door: Door, conversation: number, te
   await chat(fixture.base, fixture.sessions[conversation]!, { message: text });
 }
 
+/**
+ * One turn in each of the row's conversations, all at once, before the row is
+ * measured: a service with that many conversations going has started them
+ * (a conversation's first turn also creates it) and has its pool's
+ * connections open, so the row measures turns, not the start of a burst.
+ */
+async function warmUpConversations(fixture: Fixture, door: Door, concurrency: number): Promise<void> {
+  const vocabulary = createVocabulary(seed);
+  await Promise.all(
+    Array.from({ length: concurrency }, (_, conversation) =>
+      sayThrough(fixture, door, conversation, messageFor(createRandom(seed + concurrency * 1_000 + conversation), vocabulary, fixture.known, conversation, 900_000 + concurrency * 1_000 + conversation)),
+    ),
+  );
+}
+
 /** `round` > 0 says other messages than round 0 (a repeated `remember that` would find its fact already known). */
 async function measure(fixture: Fixture, kind: 'embedded' | 'server', facts: number, door: Door, concurrency: number, options: Options, round = 0): Promise<RunResult> {
   const perConversation = Math.max(2, Math.ceil(options.turns / concurrency));
@@ -227,7 +242,8 @@ async function measure(fixture: Fixture, kind: 'embedded' | 'server', facts: num
   await Promise.all(
     Array.from({ length: concurrency }, async (_, conversation) => {
       for (let turn = 0; turn < perConversation; turn += 1) {
-        const number = turn + concurrency * 1000 + round * 1_000_000;
+        // The conversation shifts the kind, so that every row has the same mix of kinds however few turns each conversation says.
+        const number = turn + conversation + concurrency * 1000 + round * 1_000_000;
         const text = messageFor(random, vocabulary, fixture.known, conversation, number);
         const record: TurnRecord = { ms: 0, engineMs: 0, kind: kindOf(number) };
         fixture.records.set(text, record);
@@ -276,6 +292,7 @@ export async function run(args: readonly string[]): Promise<BenchmarkReport> {
           progress(`turns ${kind} ${facts}: warming up ${door}`);
           for (let turn = 0; turn < warmUpTurns; turn += 1) await sayThrough(fixture, door, 0, messageFor(createRandom(turn), createVocabulary(seed), fixture.known, 0, turn));
           for (const concurrency of options.concurrency) {
+            await warmUpConversations(fixture, door, concurrency);
             const result = await measure(fixture, kind, facts, door, concurrency, options);
             results.push(result);
             progress(
