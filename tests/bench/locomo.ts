@@ -345,8 +345,8 @@ function buildReport(scored: Scored[], latencies: Record<Mode | typeof peer, num
         `and counts as every turn it stands for); then the database is analyzed as its owner, as the embedded database's hourly vacuum job does. Vectors: the hashing embedder (\`hashing-256\`), no model. Each question is searched ` +
         `in its own conversation with \`memory.search(scope, question, { mode, limit: 20, tokenBudget: 100000, includeIrrelevant: true })\` (ranking only: the relevance floor is left out, as the peer has none; what it costs on these questions is in "Never said" below) and ` +
         `otherwise default options: full-text matches any word of the question (OR) and ranks by BM25 (k1 1.2, b 0.75, idf over the ` +
-        `facts of the scope), then lends half of each of its top matches' score to the facts recorded just before and after it ` +
-        `(\`neighbours\`, chosen among 0.1, 0.2, 0.3, 0.5, 0.7 and 1 on conversations 1–3); the vector arm ` +
+        `facts of the scope), then lends half of each of its top matches' score to the facts recorded just before and after it, and a ` +
+        `quarter (the share squared) to the next one on each side (\`neighbours\`, the share chosen among 0.1, 0.2, 0.3, 0.5, 0.7 and 1 on conversations 1–3); the vector arm ` +
         `scans the scope exactly (at most ${counts.largestScope} vectors per conversation, under search's \`exactBelow\` default); ` +
         `hybrid fuses the two by reciprocal rank, the hashing vector arm voting ${hashingVectorWeight} against full text's 1 ` +
         `(chosen among 0.1, 0.25, 0.5, 0.75 and 1 on conversations 1–3); conversations 4–7 are held out. All three modes then ` +

@@ -148,6 +148,31 @@ describe('full-text ranking and neighbours', () => {
     expect(bobFound).toEqual([bobs.id]);
   });
 
+  it('lends a match to the two facts recorded on each side of it, the nearer first, and to none further', async () => {
+    const ada = f.dm('scout', 'ada');
+    const say = async (content: string) => (await f.memory.remember(ada, { content, provenance: saidBy(f.people.ada) })).fact;
+    const farBefore = await say('The kettle whistles loudly');
+    const before2 = await say('The garden needs water');
+    const before1 = await say('My sister visits on Sundays');
+    const adopted = await say('I adopted a greyhound in spring');
+    const after1 = await say('His name is Rex');
+    const after2 = await say('He sleeps all afternoon');
+    const farAfter = await say('The library closes at six');
+
+    const results = await f.memory.search(ada, 'greyhound', { mode: 'full-text', includeIrrelevant: true });
+    const found = results.map((result) => result.fact.id);
+    const score = (id: string) => results.find((result) => result.fact.id === id)!.scores.fullText!.score;
+    expect(found[0]).toBe(adopted.id);
+    // Two on each side borrow, the nearer more than the next.
+    expect(found).toEqual(expect.arrayContaining([before1.id, before2.id, after1.id, after2.id]));
+    expect(score(after1.id)).toBeGreaterThan(score(after2.id));
+    expect(score(before1.id)).toBeGreaterThan(score(before2.id));
+    // The third on each side shares no word with the query and borrows nothing.
+    expect(found).not.toContain(farBefore.id);
+    expect(found).not.toContain(farAfter.id);
+    expect(found).toHaveLength(5);
+  });
+
   it('keeps a large scope’s count of facts between searches and ranks as counting each time does; a small scope is counted each time', async () => {
     const ada = f.dm('scout', 'ada');
     const embedder = createHashingEmbedder();

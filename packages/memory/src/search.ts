@@ -45,7 +45,8 @@ export interface SearchOptions {
   weights?: { fullText?: number; vector?: number };
   /**
    * The share of a full-text match's score lent to the facts of the scope
-   * recorded just before and after it (default 0.5; 0 turns it off).
+   * recorded just before and after it (default 0.5; 0 turns it off); the
+   * next fact on each side borrows the share squared.
    */
   neighbours?: number;
   /**
