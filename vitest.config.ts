@@ -10,9 +10,6 @@ export default defineConfig({
     hookTimeout: 120_000,
     globalSetup: ['tests/support/global-setup.ts'],
     pool: 'forks',
-    // Three workers on two cores: one worker keeps about three quarters of a core busy (its roster processes wait on
-    // each other, on leases and on sockets: 178 s of CPU in 240 s for the gateway and CLI files alone), so two left
-    // a quarter of the machine idle, and `.ci/run` went past 25 minutes on a slower machine.
-    maxWorkers: 3,
+    maxWorkers: 2,
   },
 });
