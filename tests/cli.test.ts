@@ -18,8 +18,8 @@ afterEach(async () => {
   while (folders.length > 0) fs.rmSync(folders.pop()!, { recursive: true, force: true });
 });
 
-function dataDir(): string {
-  const dir = tempDataDir();
+function dataDir(options: { migrated?: boolean } = {}): string {
+  const dir = tempDataDir(options);
   folders.push(dir);
   return dir;
 }
@@ -209,7 +209,7 @@ describe('roster migrate, doctor and db serve', () => {
   });
 
   it('migrates once, then reports nothing to do', async () => {
-    const dir = dataDir();
+    const dir = dataDir({ migrated: false });
     const first = await runRoster(['migrate'], { ROSTER_DATA_DIR: dir });
     expect(first.code).toBe(0);
     expect(first.stdout).toMatch(/^Applied 0001_foundation\n/);
@@ -235,7 +235,7 @@ describe('roster migrate, doctor and db serve', () => {
   });
 
   it('doctor says what is wrong and exits 1', async () => {
-    const dir = dataDir();
+    const dir = dataDir({ migrated: false });
     const result = await runRoster(['doctor', '--json'], {
       ROSTER_DATA_DIR: dir,
       ROSTER_ENGINE: 'openai:gpt-4o-mini',

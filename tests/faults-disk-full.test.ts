@@ -73,7 +73,7 @@ const startAfresh = /aside|afresh|start over|delete the folder|remove the folder
 describe('the disk holding the embedded database fills while roster start runs', () => {
   it('answers a turn the disk refused with one line that says to free space, keeps nothing half-written, and answers normally once space is back', async () => {
     const dir = path.join(mountPoint, 'data');
-    fs.cpSync(clusterTemplateDir(), path.join(dir, 'pglite'), { recursive: true, preserveTimestamps: true });
+    fs.cpSync(clusterTemplateDir({ migrated: true }), path.join(dir, 'pglite'), { recursive: true, preserveTimestamps: true });
     const env = { ROSTER_DATA_DIR: dir, ROSTER_QUEUE_PREFIX: `test-${randomUUID()}`, REDIS_URL: redisUrl };
     expect((await runRoster(['agent', 'add', '--name', 'Scout', '--job', 'finds and checks sources'], env)).code).toBe(0);
     const { roster, address } = await startListening(env);

@@ -25,12 +25,13 @@ export function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 /**
  * A data folder of its own for one test. Its embedded database starts as a
  * copy of a cluster that Roster's own first start made once for the run
- * (`makeClusterTemplate`, not migrated): initdb is most of a first start's
- * cost. `fresh` leaves the folder empty, as on a new machine.
+ * (`makeClusterTemplate`), migrated unless `migrated: false`: initdb and the
+ * migrations are most of a first start's cost. `fresh` leaves the folder
+ * empty, as on a new machine.
  */
-export function tempDataDir(options: { fresh?: boolean } = {}): string {
+export function tempDataDir(options: { fresh?: boolean; migrated?: boolean } = {}): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'roster-data-'));
-  const template = clusterTemplateDir();
+  const template = clusterTemplateDir({ migrated: options.migrated !== false });
   if (options.fresh !== true && fs.existsSync(template)) fs.cpSync(template, path.join(dir, 'pglite'), { recursive: true, preserveTimestamps: true });
   return dir;
 }

@@ -108,30 +108,40 @@ function engineHash(): ReturnType<typeof createHash> {
 }
 
 /**
- * Where the embedded cluster that test data folders start from is kept: a
- * folder made once by the same bootstrap as a first start (`makeClusterTemplate`),
- * not migrated. A copy of it in `<data folder>/pglite` spares each test its initdb.
+ * Where an embedded cluster that test data folders start from is kept: a
+ * folder made once by the same bootstrap as a first start (`makeClusterTemplate`).
+ * A copy of it in `<data folder>/pglite` spares each test its initdb and, when
+ * `migrated` (named then by the migrations' checksums too), its migrations.
  */
-export function clusterTemplateDir(): string {
-  return path.join(os.tmpdir(), `roster-test-cluster-${engineHash().digest('hex').slice(0, 20)}`);
+export function clusterTemplateDir(options: { migrated: boolean }): string {
+  const hash = engineHash();
+  if (options.migrated) for (const migration of loadMigrations()) hash.update(`${migration.name}:${migration.checksum}`);
+  return path.join(os.tmpdir(), `roster-test-cluster-${options.migrated ? 'migrated-' : ''}${hash.digest('hex').slice(0, 20)}`);
 }
 
-/** Make the cluster template if it is not there yet; its path. */
-export async function makeClusterTemplate(): Promise<string> {
-  const target = clusterTemplateDir();
-  if (fs.existsSync(target)) return target;
-  const building = `${target}.${process.pid}`;
-  fs.rmSync(building, { recursive: true, force: true });
-  const { release } = await openPglite(building);
-  await release();
-  fs.rmSync(path.join(building, 'roster.lock'), { force: true });
-  try {
-    fs.renameSync(building, target);
-  } catch {
-    // Made meanwhile by another run.
+/** Make both cluster templates, bare and migrated, if they are not there yet. */
+export async function makeClusterTemplate(): Promise<void> {
+  for (const migrated of [false, true]) {
+    const target = clusterTemplateDir({ migrated });
+    if (fs.existsSync(target)) continue;
+    const building = `${target}.${process.pid}`;
     fs.rmSync(building, { recursive: true, force: true });
+    const { pglite, release } = await openPglite(building);
+    const database = createPoolDatabase({ kind: 'embedded', location: building, pool: pglitePool(pglite) });
+    try {
+      if (migrated) await migrate(database);
+    } finally {
+      await database.close();
+      await release();
+    }
+    fs.rmSync(path.join(building, 'roster.lock'), { force: true });
+    try {
+      fs.renameSync(building, target);
+    } catch {
+      // Made meanwhile by another run.
+      fs.rmSync(building, { recursive: true, force: true });
+    }
   }
-  return target;
 }
 
 async function makeImage(migrated: boolean): Promise<Blob> {
