@@ -1,7 +1,5 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
-import { vector } from '@electric-sql/pglite-pgvector';
 import type { InstallationKey } from '@roster/config';
 import { RosterError } from '@roster/errors';
 import { openBackupFile } from './backup-file.js';
@@ -68,6 +66,7 @@ export async function readTombstones(source: string, key: InstallationKey): Prom
   const { header, content } = openBackupFile(source, key);
   if (header.body === 'pg-dump-sql') return fromDump(content.toString('utf8'));
   // A copy in memory, read as its superuser: nothing of it is written anywhere.
+  const [{ PGlite }, { vector }] = await Promise.all([import('@electric-sql/pglite'), import('@electric-sql/pglite-pgvector')]);
   const pglite = await PGlite.create('memory://', { extensions: { vector }, loadDataDir: new Blob([content], { type: 'application/x-tar' }) });
   try {
     const { rows } = await pglite.query<Row>(`select ${columns} from public.tombstones order by created_at, id`);

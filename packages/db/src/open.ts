@@ -6,8 +6,16 @@ import { createPoolDatabase, type Database } from './database.js';
 import { DataDirInUseError } from './data-dir-lock.js';
 import { hostWaitMs, keepErrorsOfClientsInUse, sharedSocketPool } from './embedded-share.js';
 import { canShareFolder } from './host-socket.js';
-import { pglitePool } from './pglite-connection.js';
-import { openPglite } from './pglite-open.js';
+
+/**
+ * PGlite in this process: loaded only by a command that opens a database in
+ * memory or alone. One that connects to a folder's host needs only pg, and
+ * never parses PGlite's half a megabyte of source.
+ */
+async function inProcess(): Promise<typeof import('./pglite-open.js') & typeof import('./pglite-connection.js')> {
+  const [open, connection] = await Promise.all([import('./pglite-open.js'), import('./pglite-connection.js')]);
+  return { ...open, ...connection };
+}
 
 /** The oldest pgvector Roster accepts: iterative index scans arrived in 0.8. */
 export const minimumPgvector = '0.8.0';
@@ -44,6 +52,7 @@ export function embeddedDataDir(dataDir: string): string {
 export async function openEmbeddedDatabase(folder: string, logger?: Logger): Promise<Database> {
   const onAdmin = (reason: string) => logger?.debug({ reason }, 'admin scope');
   if (folder.startsWith('memory://')) {
+    const { openPglite, pglitePool } = await inProcess();
     const { pglite, release } = await openPglite(folder);
     return createPoolDatabase({ kind: 'embedded', location: folder, pool: pglitePool(pglite), onClose: release, onAdmin });
   }
@@ -52,7 +61,8 @@ export async function openEmbeddedDatabase(folder: string, logger?: Logger): Pro
   makePrivateFolder(dataDir);
   if (!canShareFolder(dataDir)) {
     logger?.warn({ dataDir }, 'the data folder path is too long for a Unix socket; other Roster commands wait until this one ends');
-    const opened = await openPgliteAlone(dataDir);
+    const { openPglite, pglitePool } = await inProcess();
+    const opened = await openPgliteAlone(dataDir, openPglite);
     return createPoolDatabase({ kind: 'embedded', location: dataDir, pool: pglitePool(opened.pglite), onClose: opened.release, onAdmin });
   }
   // An idle connection whose host stopped is dropped, and the next query connects again (to a new host): nothing to report but the
@@ -82,7 +92,10 @@ export async function openEmbeddedDatabase(folder: string, logger?: Logger): Pro
 }
 
 /** Open a folder that cannot be shared, waiting up to `hostWaitMs` for another process to let go of it. */
-async function openPgliteAlone(dataDir: string): Promise<Awaited<ReturnType<typeof openPglite>>> {
+async function openPgliteAlone(
+  dataDir: string,
+  openPglite: (dataDir: string) => ReturnType<typeof import('./pglite-open.js').openPglite>,
+): ReturnType<typeof import('./pglite-open.js').openPglite> {
   const deadline = Date.now() + hostWaitMs;
   for (;;) {
     try {

@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { privateFileMode, tightenFolder } from '@roster/config';
 import { RosterError } from '@roster/errors';
 import type pg from 'pg';
@@ -10,9 +9,7 @@ import { migrate } from './migrate.js';
 import { createPoolDatabase } from './database.js';
 import { sharedSocketPool } from './embedded-share.js';
 import { canShareFolder, embeddedSocketPath, maxSocketPath } from './host-socket.js';
-import { openPglite } from './pglite-open.js';
 import { startPasswordGate, type PasswordGate } from './password-gate.js';
-import { pglitePool } from './pglite-connection.js';
 
 /** The user name in the served connection string; the gate accepts no other. */
 const servedUser = 'roster';
@@ -81,6 +78,12 @@ export async function serveEmbeddedDatabase(given: ServeOptions): Promise<Served
 
 /** The database of a folder that cannot be shared, opened by this process alone and served from it. */
 async function serveAlone(options: ServeOptions): Promise<ServedDatabase> {
+  // Loaded here, not with the package: only this command and the folder's host run PGlite's server.
+  const [{ openPglite }, { pglitePool }, { PGLiteSocketServer }] = await Promise.all([
+    import('./pglite-open.js'),
+    import('./pglite-connection.js'),
+    import('@electric-sql/pglite-socket'),
+  ]);
   const { pglite, release } = await openPglite(options.dataDir);
   const host = options.host ?? '127.0.0.1';
   const pool = pglitePool(pglite);

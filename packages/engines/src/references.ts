@@ -1,10 +1,7 @@
 import { isLoopbackUrl } from '@roster/config';
 import type { Engine } from '@roster/contracts';
 import { RosterError } from '@roster/errors';
-import { createAnthropic } from '@ai-sdk/anthropic';
-import { createOpenAI } from '@ai-sdk/openai';
-import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { createAiSdkEngine } from './ai-sdk-engine.js';
+import { lazyEngine } from './lazy.js';
 import { createOfflineEngine } from './offline-engine.js';
 
 /**
@@ -53,14 +50,20 @@ export function createEngine(reference: string, options: EngineReferenceOptions 
     case 'openai': {
       const model = modelName(reference, rest);
       const apiKey = requireKey(reference, options.openaiApiKey, 'openaiApiKey', 'OPENAI_API_KEY');
-      const provider = createOpenAI({ apiKey, baseURL: options.openaiBaseUrl ?? openaiApiUrl, ...fetchOption });
-      return createAiSdkEngine({ ...settings, model: provider.chat(model), local: false, accepts: ['image'], secrets: [apiKey] });
+      return lazyEngine({ id: reference, local: false, accepts: ['image'] }, async () => {
+        const [{ createOpenAI }, { createAiSdkEngine }] = await Promise.all([import('@ai-sdk/openai'), import('./ai-sdk-engine.js')]);
+        const provider = createOpenAI({ apiKey, baseURL: options.openaiBaseUrl ?? openaiApiUrl, ...fetchOption });
+        return createAiSdkEngine({ ...settings, model: provider.chat(model), local: false, accepts: ['image'], secrets: [apiKey] });
+      });
     }
     case 'anthropic': {
       const model = modelName(reference, rest);
       const apiKey = requireKey(reference, options.anthropicApiKey, 'anthropicApiKey', 'ANTHROPIC_API_KEY');
-      const provider = createAnthropic({ apiKey, baseURL: options.anthropicBaseUrl ?? anthropicApiUrl, ...fetchOption });
-      return createAiSdkEngine({ ...settings, model: provider.messages(model), local: false, accepts: ['image'], secrets: [apiKey] });
+      return lazyEngine({ id: reference, local: false, accepts: ['image'] }, async () => {
+        const [{ createAnthropic }, { createAiSdkEngine }] = await Promise.all([import('@ai-sdk/anthropic'), import('./ai-sdk-engine.js')]);
+        const provider = createAnthropic({ apiKey, baseURL: options.anthropicBaseUrl ?? anthropicApiUrl, ...fetchOption });
+        return createAiSdkEngine({ ...settings, model: provider.messages(model), local: false, accepts: ['image'], secrets: [apiKey] });
+      });
     }
     case 'openai-compatible': {
       const hash = rest.lastIndexOf('#');
@@ -76,20 +79,18 @@ export function createEngine(reference: string, options: EngineReferenceOptions 
         );
       }
       const apiKey = options.openaiCompatibleApiKey;
-      const provider = createOpenAICompatible({
-        name: 'openai-compatible',
-        baseURL,
-        includeUsage: true,
-        ...(apiKey === undefined ? {} : { apiKey }),
-        ...fetchOption,
-      });
-      return createAiSdkEngine({
-        ...settings,
-        model: provider.chatModel(model),
-        local: isLoopbackUrl(url),
-        // Images travel as OpenAI's image_url parts, which OpenAI-compatible servers with a vision model read.
-        accepts: ['image'],
-        secrets: apiKey === undefined ? [] : [apiKey],
+      const local = isLoopbackUrl(url);
+      // Images travel as OpenAI's image_url parts, which OpenAI-compatible servers with a vision model read.
+      return lazyEngine({ id: reference, local, accepts: ['image'] }, async () => {
+        const [{ createOpenAICompatible }, { createAiSdkEngine }] = await Promise.all([import('@ai-sdk/openai-compatible'), import('./ai-sdk-engine.js')]);
+        const provider = createOpenAICompatible({
+          name: 'openai-compatible',
+          baseURL,
+          includeUsage: true,
+          ...(apiKey === undefined ? {} : { apiKey }),
+          ...fetchOption,
+        });
+        return createAiSdkEngine({ ...settings, model: provider.chatModel(model), local, accepts: ['image'], secrets: apiKey === undefined ? [] : [apiKey] });
       });
     }
     default:

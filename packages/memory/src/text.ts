@@ -32,8 +32,6 @@ export class MemoryInputError extends RosterError {
   }
 }
 
-const numberFormat = new Intl.NumberFormat('en-US');
-
 function countCodePoints(text: string): number {
   let count = 0;
   for (const _ of text) count += 1;
@@ -72,7 +70,7 @@ export function validateText(value: unknown, field = 'text'): string {
       throw new MemoryInputError(
         'too-long',
         field,
-        `${field} is ${numberFormat.format(length)} characters; the most is ${numberFormat.format(maxTextLength)}`,
+        `${field} is ${length.toLocaleString('en-US')} characters; the most is ${maxTextLength.toLocaleString('en-US')}`,
       );
     }
   }

@@ -2,14 +2,18 @@
  * The one embedder behind every AI SDK embedding model, and the checks of the
  * options the factories in ai-sdk-embedders.ts share.
  */
-import { APICallError, embedMany, RetryError, type EmbeddingModel } from 'ai';
+import type { EmbeddingModel } from 'ai';
 import { normalizeVector, type Embedder, type EmbedOptions } from '@roster/contracts';
 import { EmbedderError } from '@roster/errors';
+import { loadOnce } from '../lazy.js';
 
 const defaultTimeoutMs = 30_000;
 const defaultMaxBatch = 64;
 const defaultMaxRetries = 2;
 const excerptLength = 200;
+
+/** The AI SDK, loaded by the first batch of any embedder: a command that never embeds through it never parses it. */
+const aiSdk = loadOnce(() => import('ai'));
 
 /** Everything an `AiSdkEmbedder` needs: the SDK model, its limits, and what to tell people when it fails. */
 interface AiSdkEmbedderSettings {
@@ -17,7 +21,8 @@ interface AiSdkEmbedderSettings {
   local: boolean;
   /** Known length, or 0 to learn it from the first answer. */
   dimensions: number;
-  model: Exclude<EmbeddingModel, string>;
+  /** The provider's model, loaded with its client by the first batch. */
+  model: () => Promise<Exclude<EmbeddingModel, string>>;
   /** The provider's own options (the dimensions asked for), keyed by provider. */
   providerOptions?: Record<string, Record<string, number>>;
   timeoutMs: number;
@@ -82,13 +87,15 @@ export class AiSdkEmbedder implements Embedder {
     const callerSignal = options.signal;
     const maxRetries = options.maxRetries === undefined ? this.#settings.maxRetries : checkCount(options.maxRetries, 'maxRetries');
     callerSignal?.throwIfAborted();
+    // The client first (loaded once, by the first batch), so that loading it never counts against the timeout.
+    const [sdk, model] = await Promise.all([aiSdk(), this.#settings.model()]);
     const timeout = AbortSignal.timeout(timeoutMs);
     const signal = callerSignal === undefined ? timeout : AbortSignal.any([callerSignal, timeout]);
 
     let embeddings: number[][];
     try {
-      ({ embeddings } = await embedMany({
-        model: this.#settings.model,
+      ({ embeddings } = await sdk.embedMany({
+        model,
         values: [...texts],
         maxRetries,
         maxParallelCalls: 1,
@@ -104,7 +111,7 @@ export class AiSdkEmbedder implements Embedder {
           { retryable: true },
         );
       }
-      throw this.#failure(error);
+      throw this.#failure(sdk, error);
     }
 
     if (embeddings.length !== texts.length) throw this.#badResponse(`${embeddings.length} embeddings for ${texts.length} inputs`);
@@ -123,10 +130,10 @@ export class AiSdkEmbedder implements Embedder {
   }
 
   /** The SDK's failure (the last one, after its retries) as an `EmbedderError` that says whether trying again may help. */
-  #failure(error: unknown): EmbedderError {
+  #failure(sdk: typeof import('ai'), error: unknown): EmbedderError {
     const { label, url } = this.#settings;
-    const last = RetryError.isInstance(error) ? error.lastError : error;
-    if (!APICallError.isInstance(last)) {
+    const last = sdk.RetryError.isInstance(error) ? error.lastError : error;
+    if (!sdk.APICallError.isInstance(last)) {
       return new EmbedderError('embedder_failed', this.#scrub(`${label} at ${url} failed: ${errorText(last)}.`), { storable: this.#scrub(`${label} at ${url} failed.`) });
     }
     const status = last.statusCode;

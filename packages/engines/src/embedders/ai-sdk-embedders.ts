@@ -1,9 +1,7 @@
-import { createOpenAI } from '@ai-sdk/openai';
-import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { isLoopbackUrl } from '@roster/config';
-import { createOllama } from 'ollama-ai-provider-v2';
 import type { Embedder } from '@roster/contracts';
 import { EmbedderError } from '@roster/errors';
+import { loadOnce } from '../lazy.js';
 import { AiSdkEmbedder, checkBaseUrl, checkDimensions, commonSettings, genericStatusHint } from './ai-sdk-embedder.js';
 
 /** The `fetch` an embedder's client calls; Node's global one unless a proxy supplies another. */
@@ -72,18 +70,23 @@ export function createOpenAICompatibleEmbedder(options: OpenAICompatibleEmbedder
   const baseUrl = checkBaseUrl(options.baseUrl, 'openai-compatible embedder');
   const dimensions = checkDimensions(options.dimensions);
   const apiKey = options.apiKey === '' ? undefined : options.apiKey;
-  const provider = createOpenAICompatible({
-    name: 'openai-compatible',
-    baseURL: baseUrl,
-    ...(apiKey === undefined ? {} : { apiKey }),
-    ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+  // The provider's client is loaded by the first batch (see `lazyEngine`).
+  const model = loadOnce(async () => {
+    const { createOpenAICompatible } = await import('@ai-sdk/openai-compatible');
+    const provider = createOpenAICompatible({
+      name: 'openai-compatible',
+      baseURL: baseUrl,
+      ...(apiKey === undefined ? {} : { apiKey }),
+      ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+    });
+    return provider.embeddingModel(options.model);
   });
   return new AiSdkEmbedder({
     ...commonSettings(options),
     id: `openai-compatible:${baseUrl}#${options.model}`,
     local: false,
     dimensions: dimensions ?? 0,
-    model: provider.embeddingModel(options.model),
+    model,
     ...(dimensions === undefined ? {} : { providerOptions: { openaiCompatible: { dimensions } } }),
     url: `${baseUrl}/embeddings`,
     secret: apiKey,
@@ -113,17 +116,17 @@ export function createOpenAIEmbedder(options: OpenAIEmbedderOptions): Embedder {
   }
   const baseUrl = checkBaseUrl(options.baseUrl ?? defaultOpenAIBaseUrl, 'OpenAI embedder (OPENAI_BASE_URL)');
   const dimensions = checkDimensions(options.dimensions);
-  const provider = createOpenAI({
-    apiKey: options.apiKey,
-    baseURL: baseUrl,
-    ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+  const apiKey = options.apiKey;
+  const model = loadOnce(async () => {
+    const { createOpenAI } = await import('@ai-sdk/openai');
+    return createOpenAI({ apiKey, baseURL: baseUrl, ...(options.fetch === undefined ? {} : { fetch: options.fetch }) }).embedding(options.model);
   });
   return new AiSdkEmbedder({
     ...commonSettings(options),
     id: `openai:${options.model}`,
     local: false,
     dimensions: dimensions ?? 0,
-    model: provider.embedding(options.model),
+    model,
     ...(dimensions === undefined ? {} : { providerOptions: { openai: { dimensions } } }),
     url: `${baseUrl}/embeddings`,
     secret: options.apiKey,
@@ -148,16 +151,16 @@ export function createOpenAIEmbedder(options: OpenAIEmbedderOptions): Embedder {
  */
 export function createOllamaEmbedder(options: OllamaEmbedderOptions): Embedder {
   const baseUrl = checkBaseUrl(options.baseUrl ?? defaultOllamaUrl, 'Ollama embedder (OLLAMA_URL)');
-  const provider = createOllama({
-    baseURL: `${baseUrl}/api`,
-    ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+  const model = loadOnce(async () => {
+    const { createOllama } = await import('ollama-ai-provider-v2');
+    return createOllama({ baseURL: `${baseUrl}/api`, ...(options.fetch === undefined ? {} : { fetch: options.fetch }) }).embedding(options.model);
   });
   return new AiSdkEmbedder({
     ...commonSettings(options),
     id: `ollama:${options.model}`,
     local: isLoopbackUrl(baseUrl),
     dimensions: 0,
-    model: provider.embedding(options.model),
+    model,
     url: `${baseUrl}/api/embed`,
     secret: undefined,
     label: 'Ollama',
