@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { LongestFirst } from './tests/support/sequencer.js';
 
 export default defineConfig({
   test: {
@@ -11,5 +12,7 @@ export default defineConfig({
     globalSetup: ['tests/support/global-setup.ts'],
     pool: 'forks',
     maxWorkers: 2,
+    // The longest files first, by a recorded run: a long file started last would run alone at the end.
+    sequence: { sequencer: LongestFirst },
   },
 });
