@@ -107,6 +107,19 @@ function engineHash(): ReturnType<typeof createHash> {
   return createHash('sha256').update(`${engine}:${stat.size}:${stat.mtimeMs}`);
 }
 
+let migrations: string | undefined;
+
+/**
+ * The migrations' names and checksums, read once per process: a test data
+ * folder is named by them, and a test makes one folder after another.
+ */
+function migrationsDigest(): string {
+  migrations ??= loadMigrations()
+    .map((migration) => `${migration.name}:${migration.checksum}`)
+    .join('');
+  return migrations;
+}
+
 /**
  * Where an embedded cluster that test data folders start from is kept: a
  * folder made once by the same bootstrap as a first start (`makeClusterTemplate`).
@@ -115,7 +128,7 @@ function engineHash(): ReturnType<typeof createHash> {
  */
 export function clusterTemplateDir(options: { migrated: boolean }): string {
   const hash = engineHash();
-  if (options.migrated) for (const migration of loadMigrations()) hash.update(`${migration.name}:${migration.checksum}`);
+  if (options.migrated) hash.update(migrationsDigest());
   return path.join(os.tmpdir(), `roster-test-cluster-${options.migrated ? 'migrated-' : ''}${hash.digest('hex').slice(0, 20)}`);
 }
 
@@ -146,7 +159,7 @@ export async function makeClusterTemplate(): Promise<void> {
 
 async function makeImage(migrated: boolean): Promise<Blob> {
   const hash = engineHash().update(`:${migrated}`);
-  if (migrated) for (const migration of loadMigrations()) hash.update(`${migration.name}:${migration.checksum}`);
+  if (migrated) hash.update(migrationsDigest());
   const file = path.join(os.tmpdir(), `roster-test-database-${hash.digest('hex').slice(0, 20)}.tar`);
   try {
     return new Blob([fs.readFileSync(file)]);
