@@ -119,18 +119,19 @@ export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
         try {
           await search?.prepare(tx);
           const params: unknown[] = [];
-          const searched = search === null ? null : search.expression(1);
+          const searched = search === null ? null : search.source(1);
           if (searched !== null) params.push(...searched.params);
           const historyColumn = options.history === null ? `'[]'::jsonb` : historyExpression(params.length + 1);
           if (options.history !== null) params.push(options.history.conversationId, options.history.beforeMessageId, 40);
-          const { rows } = await tx.query<{ search: unknown; lessons: string[] | null; history: unknown }>(
-            `select ${searched === null ? 'null::json' : searched.sql} as search,
+          const { rows } = await tx.query<{ search: unknown; vectors: unknown; lessons: string[] | null; history: unknown }>(
+            `select s.search, s.vectors,
                     (select jsonb_agg(l.text order by l.approved_at, l.id) from lessons l where l.status = 'active') as lessons,
-                    ${historyColumn} as history`,
+                    ${historyColumn} as history
+             from ${searched === null ? '(select null::json as search, null::json as vectors)' : searched.sql} s`,
             params,
           );
           const row = rows[0]!;
-          return { lessons: row.lessons ?? [], facts: search === null ? [] : search.finish(row.search), history: historyFromJson(row.history) };
+          return { lessons: row.lessons ?? [], facts: search === null ? [] : search.finish(row), history: historyFromJson(row.history) };
         } catch (error) {
           if (RosterError.isInstance(error)) throw error;
           // People read one plain sentence; what failed (a damaged page's file path, say) stays in the cause, for the operator's log.

@@ -1,11 +1,12 @@
 import { toSql } from 'pgvector';
 import { vectorExpression } from './embeddings.js';
-import { factColumns, factRowFromJson, type FactRow } from './rows.js';
+import { factRowFromJson, type FactRow } from './rows.js';
 
 /**
  * Everything one search reads, in one statement: the full-text arm and the
  * weight of each query word in the scope (roster_search_words), the vector
- * arm, and the facts either arm found with their words and stored vectors.
+ * arm, and the facts either arm found with their words and stored vectors,
+ * all but the vector arm in roster_search, whose plan the connection keeps.
  * It runs as the scope's role like every other read, so row-level security
  * decides what each part sees; it is one
  * expression, so that a caller can read other things beside it in the same
@@ -48,63 +49,41 @@ export interface SearchSource {
 }
 
 /**
- * The search as one SQL expression (a scalar subquery returning json), its
- * placeholders numbered from `first`, and its parameters in that order.
+ * The search as one item of a FROM list (roster_search's one row, of the
+ * columns `search` and `vectors`), its placeholders numbered from `first`,
+ * and its parameters in that order.
  */
-export function searchExpression(input: SearchStatementInput, first: number): { sql: string; params: unknown[] } {
+export function searchSource(input: SearchStatementInput, first: number): { sql: string; params: unknown[] } {
   const params: unknown[] = [];
   const p = (value: unknown) => {
     params.push(value);
     return `$${first + params.length - 1}`;
   };
-  const text = p(input.text);
-  const known = p(input.knownFacts);
-  // The full-text arm's hits and the weight of each query word come from one function (0033); with
-  // that arm left out, the words' counts alone (0029), read only when the vector arm found something.
-  let words = 'select null::uuid as id, null::real as score, null::real as own, null::integer as rank, null::text as lexeme, null::bigint as df, null::bigint as scope_facts where false';
-  let terms = `select t.lexeme, t.df, t.scope_facts
-       from (select 1 where exists (select 1 from found)) g cross join lateral roster_query_terms(${text}, ${known}::bigint) t`;
-  if (input.fullText !== null) {
-    words =
-      `select w.id, w.score, w.own, w.rank, w.lexeme, w.df, w.scope_facts ` +
-      `from roster_search_words(${text}, ${p(input.fullText.candidates)}::integer, ${p(input.fullText.neighbours)}::real, ${known}::bigint) w`;
-    terms = 'select w.lexeme, w.df, w.scope_facts from words w where w.lexeme is not null';
-  }
-  let vector = 'select null::uuid as id, null::float8 as distance where false';
+  // Everything but the vector arm runs in roster_search (0040), which keeps its plan for the connection; the arm is
+  // written here, as its distance reads the column as the model's vector(n), the expression its HNSW index is built on.
+  let vector = 'null::json';
   if (input.vector !== null) {
     const dimensions = input.vector.values.length;
     const expression = vectorExpression(dimensions);
     const query = `${p(toSql(input.vector.values))}::vector(${dimensions})`;
     // A small scope is scanned exactly rather than asked of the graph: ordered by the distance plus
     // nothing, which no index offers, so the planner sorts the scope's rows (found by their own index).
-    vector =
+    let arm =
       `select fe.fact_id as id, (${expression} <=> ${query})::float8 as distance from fact_embeddings fe ` +
       `where fe.model = ${p(input.vector.model)} and fe.searchable ` +
       `order by ${input.vector.exact ? `(${expression} <=> ${query}) + 0` : `${expression} <=> ${query}`} limit ${p(input.vector.walk ?? input.vector.candidates)}`;
     // The graph's walk may return its neighbours a little out of order (relaxed_order): the nearest of them are kept,
     // sorted (`+ 0`: the order the walk gives would let the limit stop it early).
     if (input.vector.walk !== undefined && input.vector.walk > input.vector.candidates) {
-      vector = `select g.id, g.distance from (${vector}) g order by g.distance + 0 limit ${p(input.vector.candidates)}`;
+      arm = `select g.id, g.distance from (${arm}) g order by g.distance + 0 limit ${p(input.vector.candidates)}`;
     }
+    // In the arm's order: roster_search keeps it.
+    vector = `(select json_agg(json_build_array(v.id, v.distance)) from (${arm}) v)`;
   }
-  // In pgvector's binary form (base64 in the json): no decimal to print and parse per number.
-  const stored =
-    input.vectorsOf === null ? 'null::text' : `(select encode(vector_send(e.embedding), 'base64') from fact_embeddings e where e.model = ${p(input.vectorsOf)} and e.fact_id = f.id)`;
-  const sql = `(with words as materialized (${words}),
-     ft as materialized (select w.id, w.score, w.own, w.scope_facts, w.rank from words w where w.id is not null),
-     vec as materialized (${vector}),
-     ids as (select id from ft union select id from vec),
-     found as materialized (
-       select ${factColumns}, tsvector_to_array(f.search_vector) as lexemes, ${stored} as embedding
-       from facts f where f.id = any (array(select id from ids))
-     ),
-     terms as (${terms})
-     select json_build_object(
-       'fullText', coalesce((select json_agg(json_build_array(ft.id, ft.score, ft.own, ft.scope_facts) order by ft.rank) from ft), '[]'::json),
-       'vector', coalesce((select json_agg(json_build_array(vec.id, vec.distance)) from vec), '[]'::json),
-       'facts', coalesce((select json_agg(found) from found), '[]'::json),
-       'terms', coalesce((select json_agg(json_build_array(terms.lexeme, terms.df, terms.scope_facts)) from terms), '[]'::json)
-     ))`;
+  const fullText = input.fullText;
+  const sql =
+    `roster_search(${p(input.text)}, ${p(input.knownFacts)}::bigint, ${p(fullText !== null)}::boolean, ` +
+    `${p(fullText?.candidates ?? null)}::integer, ${p(fullText?.neighbours ?? null)}::real, ${vector}, ${p(input.vectorsOf)}::text)`;
   return { sql, params };
 }
 
@@ -115,9 +94,18 @@ interface SearchJson {
   terms: Array<[string, number, number]>;
 }
 
-/** The statement's value, as the arms and rows search ranks. */
-export function parseSearchSource(value: unknown): SearchSource {
-  const json = (typeof value === 'string' ? JSON.parse(value) : value) as SearchJson;
+/** What roster_search returned: its json, and the facts' stored vectors by id. */
+export interface SearchRow {
+  search: unknown;
+  vectors: unknown;
+}
+
+const jsonOf = (value: unknown): unknown => (typeof value === 'string' ? JSON.parse(value) : value);
+
+/** The statement's row, as the arms and rows search ranks. */
+export function parseSearchSource(row: SearchRow): SearchSource {
+  const json = jsonOf(row.search) as SearchJson;
+  const stored = (jsonOf(row.vectors) ?? {}) as Record<string, string>;
   const fullText = json.fullText.map(([id, score, own], index) => ({ id, rank: index + 1, value: Number(score), own: Number(own) }));
   // relaxed_order may return neighbours slightly out of order.
   const vector = json.vector
@@ -125,11 +113,11 @@ export function parseSearchSource(value: unknown): SearchSource {
     .sort((a, b) => a.distance - b.distance)
     .map((row, index) => ({ id: row.id, rank: index + 1, value: row.distance, own: 0 }));
   const vectors = new Map<string, Float32Array>();
-  const facts = json.facts.map((row) => {
-    const fact = factRowFromJson(row) as unknown as Record<string, unknown>;
-    if (typeof fact.embedding === 'string') vectors.set(fact.id as string, vectorFromBase64(fact.embedding));
-    delete fact.embedding;
-    return fact as unknown as FactRow & { lexemes: string[] };
+  const facts = json.facts.map((fields) => {
+    const fact = factRowFromJson(fields) as FactRow & { lexemes: string[] };
+    const encoded = stored[fact.id];
+    if (encoded !== undefined) vectors.set(fact.id, vectorFromBase64(encoded));
+    return fact;
   });
   return {
     fullText,

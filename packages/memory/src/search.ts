@@ -3,7 +3,7 @@ import { RosterError } from '@roster/errors';
 import type { Embedder } from '@roster/contracts';
 import { toFact } from './rows.js';
 import { keptFactCountFrom, ScopeSizeCache } from './scope-sizes.js';
-import { parseSearchSource, searchExpression } from './search-statement.js';
+import { parseSearchSource, searchSource, type SearchRow } from './search-statement.js';
 
 export { keptFactCountFrom, ScopeSizeCache } from './scope-sizes.js';
 import { diversify } from './diversify.js';
@@ -150,15 +150,16 @@ export function anyWordQuery(text: string): string | null {
  * A search made ready before its transaction opens: the query's vector
  * computed, the vector arm's way chosen (a scan or the graph) where the
  * scope's size is known. `prepare` counts the scope when it is not (one more
- * statement, then kept for a few minutes), `expression` is the one statement
- * that reads everything (search-statement.ts), `finish` ranks what it read.
+ * statement, then kept for a few minutes), `source` is what the one statement
+ * that reads everything reads from (search-statement.ts: one row, of the
+ * columns `search` and `vectors`), `finish` ranks that row.
  */
 export interface SearchRead {
   /** Settings the statement's transaction opens with (the graph's), or none. */
   readonly settings: Record<string, string> | undefined;
   prepare(tx: ScopedTransaction): Promise<void>;
-  expression(first: number): { sql: string; params: unknown[] };
-  finish(value: unknown): SearchResult[];
+  source(first: number): { sql: string; params: unknown[] };
+  finish(row: SearchRow): SearchResult[];
 }
 
 /**
@@ -173,9 +174,9 @@ export async function searchFacts(database: Database, embedder: Embedder, scope:
     scope,
     async (tx) => {
       await read.prepare(tx);
-      const { sql, params } = read.expression(1);
-      const { rows } = await tx.query<{ search: unknown }>(`select ${sql} as search`, params);
-      return read.finish(rows[0]?.search);
+      const { sql, params } = read.source(1);
+      const { rows } = await tx.query<SearchRow>(`select s.search, s.vectors from ${sql} s`, params);
+      return read.finish(rows[0]!);
     },
     read.settings === undefined ? undefined : { settings: read.settings },
   );
@@ -254,8 +255,8 @@ export async function prepareSearch(embedder: Embedder, scope: Scope, query: str
       }
     },
 
-    expression(first) {
-      return searchExpression(
+    source(first) {
+      return searchSource(
         {
           fullText: mode === 'vector' || anyWordQuery(text) === null ? null : { text, candidates, neighbours: share, knownFacts: knownFacts ?? null },
           vector:
@@ -270,8 +271,8 @@ export async function prepareSearch(embedder: Embedder, scope: Scope, query: str
       );
     },
 
-    finish(value) {
-      const source = parseSearchSource(value);
+    finish(row) {
+      const source = parseSearchSource(row);
       if (knownFacts === undefined && source.scopeFacts !== null && source.scopeFacts >= keptFactCountFrom) sizes?.set(factsKey, source.scopeFacts, false);
       if (source.fullText.length === 0 && source.vector.length === 0) return [];
       const weights = weightsOf(source.terms);
