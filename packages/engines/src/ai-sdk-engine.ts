@@ -1,28 +1,27 @@
 import type { Engine, EngineFile, EnginePart, EngineRequest, EngineResult, EngineTool, EngineToolCall, FileKind } from '@roster/contracts';
 import { RosterError } from '@roster/errors';
-import {
-  APICallError,
-  RetryError,
-  stepCountIs,
-  streamText,
-  tool,
-  type FilePart,
-  type ImagePart,
-  type LanguageModel,
-  type ModelMessage,
-  type SystemModelMessage,
-  type ToolSet,
-} from 'ai';
+import type { FilePart, ImagePart, LanguageModel, ModelMessage, SystemModelMessage, ToolSet } from 'ai';
+import { loadOnce } from './lazy.js';
+
+type AiSdk = typeof import('ai');
+
+/**
+ * The AI SDK (about 1.6 MB of source with a provider), loaded by an engine's
+ * first turn: a command that never asks a model (listing agents, a
+ * migration, a backup) never parses it.
+ */
+const aiSdk = loadOnce(() => import('ai'));
 
 export interface AiSdkEngineOptions {
   /** The reference the engine was made from (`openai:gpt-4o-mini`); it names the engine in errors. */
   id: string;
   /**
-   * A provider's model object. A bare model id string is refused: the AI SDK
-   * would send it to its global gateway provider, configured from the
-   * environment, and engines take their keys from the caller only.
+   * A provider's model object, loaded with its client by the first turn. A
+   * bare model id string is refused: the AI SDK would send it to its global
+   * gateway provider, configured from the environment, and engines take
+   * their keys from the caller only.
    */
-  model: Exclude<LanguageModel, string>;
+  model: () => Promise<Exclude<LanguageModel, string>>;
   /** Whether the model runs on this machine (see `Engine.local`). */
   local: boolean;
   /** The kinds of file the model reads (see `Engine.accepts`); none by default. */
@@ -46,6 +45,8 @@ export function createAiSdkEngine(options: AiSdkEngineOptions): Engine {
   const { id, model, local, accepts = [], maxRetries = 2, timeoutMs = 60_000, secrets = [] } = options;
 
   async function run(request: EngineRequest): Promise<EngineResult> {
+    // Loaded before the turn's timeout starts, so that the load never counts against it.
+    const [sdk, languageModel] = await Promise.all([aiSdk(), model()]);
     const timeout = AbortSignal.timeout(timeoutMs);
     const signal = request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;
     const emit = (part: EnginePart): void => request.onPart?.(part);
@@ -60,13 +61,13 @@ export function createAiSdkEngine(options: AiSdkEngineOptions): Engine {
     let usage: EngineResult['usage'];
 
     const maxSteps = request.maxSteps ?? 5;
-    const result = streamText({
-      model,
+    const result = sdk.streamText({
+      model: languageModel,
       system: systemMessages(request),
       messages: conversation(request),
-      tools: toolSet(request.tools),
+      tools: toolSet(request.tools, sdk.tool),
       // maxSteps rounds may call tools; the step after them must answer, so a turn never ends on a tool call.
-      stopWhen: stepCountIs(maxSteps + 1),
+      stopWhen: sdk.stepCountIs(maxSteps + 1),
       prepareStep: ({ stepNumber }) => (stepNumber >= maxSteps ? { toolChoice: 'none' } : undefined),
       maxRetries,
       abortSignal: signal,
@@ -133,7 +134,7 @@ export function createAiSdkEngine(options: AiSdkEngineOptions): Engine {
         cause: request.signal.reason,
       });
     }
-    if (failure !== undefined || aborted) throw engineFailure(id, failure, secrets);
+    if (failure !== undefined || aborted) throw engineFailure(sdk, id, failure, secrets);
 
     emit({ type: 'turn-end', text });
     return usage === undefined ? { text, toolCalls } : { text, toolCalls, usage };
@@ -175,7 +176,7 @@ function filePart(file: EngineFile): ImagePart | FilePart {
   return { type: 'file', data: file.data, mediaType: file.mediaType, ...(file.name === undefined ? {} : { filename: file.name }) };
 }
 
-function toolSet(tools: readonly EngineTool[]): ToolSet {
+function toolSet(tools: readonly EngineTool[], tool: AiSdk['tool']): ToolSet {
   const set: ToolSet = {};
   for (const engineTool of tools) {
     set[engineTool.name] = tool({
@@ -204,9 +205,9 @@ function usageOf(usage: SdkUsage): EngineResult['usage'] {
 }
 
 /** The last failure behind the SDK's retries, as a RosterError that says whether trying again may help. */
-function engineFailure(id: string, error: unknown, secrets: readonly string[]): RosterError {
-  const last = RetryError.isInstance(error) ? error.lastError : error;
-  if (APICallError.isInstance(last)) {
+function engineFailure(sdk: AiSdk, id: string, error: unknown, secrets: readonly string[]): RosterError {
+  const last = sdk.RetryError.isInstance(error) ? error.lastError : error;
+  if (sdk.APICallError.isInstance(last)) {
     const status = last.statusCode;
     const said = last.message.trim().replace(/\.$/, '');
     const answered = status === undefined ? `could not be reached (${said})` : `answered ${status}: ${said}`;

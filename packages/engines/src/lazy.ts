@@ -1,5 +1,3 @@
-import type { Engine, EngineRequest, EngineResult, FileKind } from '@roster/contracts';
-
 /**
  * `load`, called once: later calls share its promise. A rejected load is
  * forgotten, so that the next call tries again.
@@ -12,19 +10,5 @@ export function loadOnce<T>(load: () => Promise<T>): () => Promise<T> {
       throw error;
     });
     return loading;
-  };
-}
-
-/**
- * An engine whose model client (the AI SDK and a provider, about 1.6 MB of
- * source) is loaded by its first turn: a command that never asks a model
- * (listing agents, a migration, a backup) never parses it.
- */
-export function lazyEngine(shape: { id: string; local: boolean; accepts: readonly FileKind[] }, load: () => Promise<Engine>): Engine {
-  const engine = loadOnce(load);
-  return {
-    ...shape,
-    readsBelowFloor: true,
-    run: async (request: EngineRequest): Promise<EngineResult> => (await engine()).run(request),
   };
 }

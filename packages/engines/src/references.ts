@@ -1,7 +1,8 @@
 import { isLoopbackUrl } from '@roster/config';
 import type { Engine } from '@roster/contracts';
 import { RosterError } from '@roster/errors';
-import { lazyEngine } from './lazy.js';
+import { createAiSdkEngine } from './ai-sdk-engine.js';
+import { loadOnce } from './lazy.js';
 import { createOfflineEngine } from './offline-engine.js';
 
 /**
@@ -50,20 +51,20 @@ export function createEngine(reference: string, options: EngineReferenceOptions 
     case 'openai': {
       const model = modelName(reference, rest);
       const apiKey = requireKey(reference, options.openaiApiKey, 'openaiApiKey', 'OPENAI_API_KEY');
-      return lazyEngine({ id: reference, local: false, accepts: ['image'] }, async () => {
-        const [{ createOpenAI }, { createAiSdkEngine }] = await Promise.all([import('@ai-sdk/openai'), import('./ai-sdk-engine.js')]);
-        const provider = createOpenAI({ apiKey, baseURL: options.openaiBaseUrl ?? openaiApiUrl, ...fetchOption });
-        return createAiSdkEngine({ ...settings, model: provider.chat(model), local: false, accepts: ['image'], secrets: [apiKey] });
+      const load = loadOnce(async () => {
+        const { createOpenAI } = await import('@ai-sdk/openai');
+        return createOpenAI({ apiKey, baseURL: options.openaiBaseUrl ?? openaiApiUrl, ...fetchOption }).chat(model);
       });
+      return createAiSdkEngine({ ...settings, model: load, local: false, accepts: ['image'], secrets: [apiKey] });
     }
     case 'anthropic': {
       const model = modelName(reference, rest);
       const apiKey = requireKey(reference, options.anthropicApiKey, 'anthropicApiKey', 'ANTHROPIC_API_KEY');
-      return lazyEngine({ id: reference, local: false, accepts: ['image'] }, async () => {
-        const [{ createAnthropic }, { createAiSdkEngine }] = await Promise.all([import('@ai-sdk/anthropic'), import('./ai-sdk-engine.js')]);
-        const provider = createAnthropic({ apiKey, baseURL: options.anthropicBaseUrl ?? anthropicApiUrl, ...fetchOption });
-        return createAiSdkEngine({ ...settings, model: provider.messages(model), local: false, accepts: ['image'], secrets: [apiKey] });
+      const load = loadOnce(async () => {
+        const { createAnthropic } = await import('@ai-sdk/anthropic');
+        return createAnthropic({ apiKey, baseURL: options.anthropicBaseUrl ?? anthropicApiUrl, ...fetchOption }).messages(model);
       });
+      return createAiSdkEngine({ ...settings, model: load, local: false, accepts: ['image'], secrets: [apiKey] });
     }
     case 'openai-compatible': {
       const hash = rest.lastIndexOf('#');
@@ -81,8 +82,8 @@ export function createEngine(reference: string, options: EngineReferenceOptions 
       const apiKey = options.openaiCompatibleApiKey;
       const local = isLoopbackUrl(url);
       // Images travel as OpenAI's image_url parts, which OpenAI-compatible servers with a vision model read.
-      return lazyEngine({ id: reference, local, accepts: ['image'] }, async () => {
-        const [{ createOpenAICompatible }, { createAiSdkEngine }] = await Promise.all([import('@ai-sdk/openai-compatible'), import('./ai-sdk-engine.js')]);
+      const load = loadOnce(async () => {
+        const { createOpenAICompatible } = await import('@ai-sdk/openai-compatible');
         const provider = createOpenAICompatible({
           name: 'openai-compatible',
           baseURL,
@@ -90,8 +91,9 @@ export function createEngine(reference: string, options: EngineReferenceOptions 
           ...(apiKey === undefined ? {} : { apiKey }),
           ...fetchOption,
         });
-        return createAiSdkEngine({ ...settings, model: provider.chatModel(model), local, accepts: ['image'], secrets: apiKey === undefined ? [] : [apiKey] });
+        return provider.chatModel(model);
       });
+      return createAiSdkEngine({ ...settings, model: load, local, accepts: ['image'], secrets: apiKey === undefined ? [] : [apiKey] });
     }
     default:
       throw unknownReference(reference);

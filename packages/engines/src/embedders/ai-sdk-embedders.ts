@@ -70,7 +70,7 @@ export function createOpenAICompatibleEmbedder(options: OpenAICompatibleEmbedder
   const baseUrl = checkBaseUrl(options.baseUrl, 'openai-compatible embedder');
   const dimensions = checkDimensions(options.dimensions);
   const apiKey = options.apiKey === '' ? undefined : options.apiKey;
-  // The provider's client is loaded by the first batch (see `lazyEngine`).
+  // The provider's client is loaded by the first batch, as an engine's by its first turn (see `createAiSdkEngine`).
   const model = loadOnce(async () => {
     const { createOpenAICompatible } = await import('@ai-sdk/openai-compatible');
     const provider = createOpenAICompatible({
