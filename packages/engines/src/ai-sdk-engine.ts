@@ -1,16 +1,9 @@
 import type { Engine, EngineFile, EnginePart, EngineRequest, EngineResult, EngineTool, EngineToolCall, FileKind } from '@roster/contracts';
 import { RosterError } from '@roster/errors';
 import type { FilePart, ImagePart, LanguageModel, ModelMessage, SystemModelMessage, ToolSet } from 'ai';
-import { loadOnce } from './lazy.js';
+import { aiSdk } from './lazy.js';
 
 type AiSdk = typeof import('ai');
-
-/**
- * The AI SDK (about 1.6 MB of source with a provider), loaded by an engine's
- * first turn: a command that never asks a model (listing agents, a
- * migration, a backup) never parses it.
- */
-const aiSdk = loadOnce(() => import('ai'));
 
 export interface AiSdkEngineOptions {
   /** The reference the engine was made from (`openai:gpt-4o-mini`); it names the engine in errors. */

@@ -8,13 +8,13 @@ import { factRowFromJson, type FactRow } from './rows.js';
  * arm, and the facts either arm found with their words and stored vectors,
  * all but the vector arm in roster_search, whose plan the connection keeps.
  * It runs as the scope's role like every other read, so row-level security
- * decides what each part sees; it is one
- * expression, so that a caller can read other things beside it in the same
- * statement (the core reads a turn's lessons and history with it).
+ * decides what each part sees; it is one item of a FROM list, so that a
+ * caller can read other things beside it in the same statement (the core
+ * reads a turn's lessons and history with it).
  */
 export interface SearchStatementInput {
-  /** The query as the person wrote it; null leaves the full-text arm out. */
-  fullText: { text: string; candidates: number; neighbours: number; knownFacts: number | null } | null;
+  /** The full-text arm's candidates and neighbours' share; null leaves the arm out. */
+  fullText: { candidates: number; neighbours: number } | null;
   /**
    * The query's vector; null leaves the vector arm out. `walk`: through the
    * graph, how many neighbours are asked of it before the nearest

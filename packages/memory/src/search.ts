@@ -258,7 +258,7 @@ export async function prepareSearch(embedder: Embedder, scope: Scope, query: str
     source(first) {
       return searchSource(
         {
-          fullText: mode === 'vector' || anyWordQuery(text) === null ? null : { text, candidates, neighbours: share, knownFacts: knownFacts ?? null },
+          fullText: mode === 'vector' || anyWordQuery(text) === null ? null : { candidates, neighbours: share },
           vector:
             queryVector === null
               ? null

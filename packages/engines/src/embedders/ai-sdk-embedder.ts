@@ -5,15 +5,12 @@
 import type { EmbeddingModel } from 'ai';
 import { normalizeVector, type Embedder, type EmbedOptions } from '@roster/contracts';
 import { EmbedderError } from '@roster/errors';
-import { loadOnce } from '../lazy.js';
+import { aiSdk } from '../lazy.js';
 
 const defaultTimeoutMs = 30_000;
 const defaultMaxBatch = 64;
 const defaultMaxRetries = 2;
 const excerptLength = 200;
-
-/** The AI SDK, loaded by the first batch of any embedder: a command that never embeds through it never parses it. */
-const aiSdk = loadOnce(() => import('ai'));
 
 /** Everything an `AiSdkEmbedder` needs: the SDK model, its limits, and what to tell people when it fails. */
 interface AiSdkEmbedderSettings {
